@@ -1,0 +1,538 @@
+"""The `forgemem` command: a thin layer over `forgemem.workspace`.
+
+Exit codes: 0 ok, 1 problems found (or an operation failed), 2 usage error.
+Errors go to stderr as one sentence; set FORGEMEM_DEBUG=1 for tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from . import __version__, memfile
+from .errors import EXIT_PROBLEMS, EXIT_USAGE, ForgememError, UsageError
+from .model import CATEGORIES, RELATIONSHIPS, Memory, format_timestamp, utc_now
+from .workspace import Snapshot, Workspace, default_forge_dir, init_forge_dir
+
+app = typer.Typer(
+    name="forgemem",
+    help="Long-term memory for AI coding agents, kept as markdown files in git.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON for scripts instead of a table.")
+
+
+class State:
+    repo_dir: Optional[Path] = None
+    user_dir: Optional[Path] = None
+    _workspace: Optional[Workspace] = None
+
+    def workspace(self) -> Workspace:
+        if self._workspace is None:
+            self._workspace = Workspace.open(repo_dir=self.repo_dir, user_dir=self.user_dir)
+        return self._workspace
+
+
+state = State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"forgemem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    repo_dir: Optional[Path] = typer.Option(
+        None,
+        "--repo-dir",
+        envvar="FORGEMEM_REPO_DIR",
+        help="The repo-scope memory folder itself (e.g. path/.forge/memory); default: "
+        "found by walking up from the current folder.",
+    ),
+    user_dir: Optional[Path] = typer.Option(
+        None,
+        "--user-dir",
+        envvar="FORGEMEM_USER_DIR",
+        help="The user-scope memory folder itself; default ~/.forge/memory.",
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    state.repo_dir = repo_dir
+    state.user_dir = user_dir
+    state._workspace = None
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def warn(message: str) -> None:
+    err.print(f"forgemem: {escape(message)}")
+
+
+def load() -> Snapshot:
+    snap = state.workspace().load()
+    if snap.problems:
+        warn(f"{len(snap.problems)} problem(s) in the memory files; run `forgemem validate` to see them")
+    return snap
+
+
+def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:
+    data = memory.to_dict()
+    data["head"] = snap.graph.is_head(memory.id)
+    data["superseded_by"] = snap.graph.superseded_by.get(memory.id, [])
+    return data
+
+
+def _style_scope(scope: str) -> str:
+    return "[cyan]repo[/]" if scope == "repo" else "[magenta]user[/]"
+
+
+# ------------------------------------------------------------------ init
+
+
+@app.command()
+def init(
+    user: bool = typer.Option(False, "--user", help="Set up the user store (~/.forge) instead."),
+) -> None:
+    """Create .forge/memory/, .forge/config.yaml and .forge/.gitignore (idempotent)."""
+    ws = state.workspace()
+    if user:
+        forge_dir = ws.stores["user"].forge_dir
+    elif state.repo_dir:
+        forge_dir = Path(state.repo_dir).absolute().parent
+    else:
+        forge_dir = default_forge_dir(Path.cwd())
+    created = init_forge_dir(forge_dir)
+    for path in created:
+        out.print(f"created {path}")
+    if not created:
+        out.print(f"{forge_dir} is already set up")
+
+
+# ------------------------------------------------------------------ add
+
+
+def _parse_relates(values: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        ref, sep, relationship = value.rpartition(":")
+        if not sep or not ref:
+            raise UsageError(f"--relates takes ID:relationship, not {value!r}")
+        pairs.append((ref, relationship))
+    return pairs
+
+
+@app.command()
+def add(
+    text: str = typer.Argument(..., help="The memory's text; '-' reads it from stdin."),
+    scope: Optional[str] = typer.Option(None, "--scope", "-s", help="repo or user (default: repo if there is one)."),
+    category: Optional[str] = typer.Option(
+        None, "--category", "-c", help=f"One of: {', '.join(CATEGORIES)}."
+    ),
+    tags: str = typer.Option("", "--tags", "-t", help="Comma-separated tags."),
+    supersedes: list[str] = typer.Option(
+        [], "--supersedes", help="Write a new version of this memory (repeat to merge several)."
+    ),
+    relates: list[str] = typer.Option(
+        [], "--relates", help=f"ID:relationship, relationship one of {', '.join(RELATIONSHIPS)}."
+    ),
+    confidence: Optional[float] = typer.Option(None, "--confidence", help="0 to 1."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Write a new memory file and print its id and path."""
+    if text == "-":
+        text = sys.stdin.read()
+    memory, redacted = state.workspace().add(
+        text,
+        scope=scope,
+        category=category,
+        tags=tags.split(",") if tags else (),
+        supersedes=supersedes,
+        related=_parse_relates(relates),
+        confidence=confidence,
+    )
+    if redacted:
+        warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")
+    if as_json:
+        emit_json({"id": memory.id, "path": str(memory.path), "version": memory.version, "redacted": redacted})
+    else:
+        out.print(f"{memory.id}\t{memory.path}")
+
+
+# ------------------------------------------------------------------ list / show / history
+
+
+@app.command("list")
+def list_(
+    scope: Optional[str] = typer.Option(None, "--scope", "-s", help="repo or user."),
+    category: Optional[str] = typer.Option(None, "--category", "-c", help="Only this category."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Only memories with this tag."),
+    all_versions: bool = typer.Option(
+        False, "--all-versions", help="Include superseded versions and retractions."
+    ),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """List memories (newest versions only unless --all-versions)."""
+    if scope and scope not in ("repo", "user"):
+        raise UsageError(f"unknown scope {scope!r} (expected repo or user)")
+    if category and category not in CATEGORIES:
+        raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
+    snap = load()
+    memories = snap.memories if all_versions else snap.heads()
+    memories = [
+        m
+        for m in memories
+        if (not scope or m.scope == scope)
+        and (not category or m.category == category)
+        and (not tag or tag in m.tags)
+    ]
+    memories.sort(key=lambda m: (m.scope, m.category, m.created_at, m.id))
+    if as_json:
+        emit_json([memory_json(snap, m) for m in memories])
+        return
+    width = max((len(m.category) for m in memories), default=0)
+    for m in memories:
+        version = f"v{m.version}" + ("" if snap.graph.is_head(m.id) else "*")
+        line = (
+            f"{m.short_id()}  {_style_scope(m.scope)}  {m.category:<{width}}  {version:<3}  "
+            f"{escape(m.title)}"
+        )
+        # In a terminal one memory per line; piped output keeps the whole title.
+        if out.is_terminal:
+            out.print(line, no_wrap=True, overflow="ellipsis")
+        else:
+            out.print(line)
+    out.print(f"[dim]{len(memories)} memories[/]")
+
+
+@app.command()
+def show(
+    memory_id: str = typer.Argument(..., metavar="ID", help="An id or an unambiguous prefix."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Show one memory: its front matter, text, versions and edges."""
+    snap = load()
+    memory = snap.resolve(memory_id)
+    if as_json:
+        emit_json(memory_json(snap, memory))
+        return
+    out.print(f"[bold]{memory.id}[/]  {_style_scope(memory.scope)}  {memory.category}  v{memory.version}")
+    out.print(f"[dim]{memory.path}[/]")
+    out.print(
+        f"[dim]created {format_timestamp(memory.created_at)}  updated "
+        f"{format_timestamp(memory.updated_at)}  trigger {memory.trigger}[/]"
+    )
+    if memory.tags:
+        out.print(f"[dim]tags: {escape(', '.join(memory.tags))}[/]")
+    for key, value in memory.extra.items():
+        if key != "tags":
+            out.print(f"[dim]{escape(key)}: {escape(str(value))}[/]")
+    out.print()
+    out.print(escape(memory.body))
+    out.print()
+    for older in memory.supersedes:
+        out.print(f"supersedes {older}")
+    for newer in snap.graph.superseded_by.get(memory.id, []):
+        out.print(f"[yellow]superseded by {newer}[/]")
+    for relation in memory.related:
+        out.print(f"{relation.relationship} {relation.id}")
+    for step in snap.graph.neighbours(memory.id, 1, RELATIONSHIPS).values():
+        if step[0].reverse:
+            out.print(f"{step[0].target} {step[0].type} this")
+
+
+@app.command()
+def history(
+    memory_id: str = typer.Argument(..., metavar="ID", help="Any version in the chain."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Every version of a memory, oldest first."""
+    snap = load()
+    memory = snap.resolve(memory_id)
+    versions = snap.graph.history(memory.id)
+    if as_json:
+        emit_json([memory_json(snap, m) for m in versions])
+        return
+    for m in versions:
+        marker = "head" if snap.graph.is_head(m.id) else "    "
+        out.print(
+            f"[bold]v{m.version}[/] {marker} {m.id}  [dim]{format_timestamp(m.created_at)}[/]"
+            + (f"  [dim]supersedes {', '.join(x[:12] for x in m.supersedes)}[/]" if m.supersedes else "")
+        )
+        out.print(f"    {escape(m.title)}")
+
+
+# ------------------------------------------------------------------ link / forget / edit
+
+
+@app.command()
+def link(
+    source: str = typer.Argument(..., metavar="ID", help="The memory that gets the edge."),
+    target: str = typer.Argument(..., metavar="OTHER_ID", help="The memory it points at."),
+    rel: str = typer.Option(..., "--rel", "-r", help=f"One of: {', '.join(RELATIONSHIPS)}."),
+) -> None:
+    """Add a typed edge ID -> OTHER_ID (recorded in ID's `related` list)."""
+    memory = state.workspace().link(source, target, rel)
+    out.print(f"{memory.id} {rel} {state.workspace().load().resolve(target).id}\t{memory.path}")
+
+
+@app.command()
+def forget(
+    memory_id: str = typer.Argument(..., metavar="ID"),
+    reason: str = typer.Option("", "--reason", help="Why it no longer holds (kept in the retraction)."),
+    purge: bool = typer.Option(
+        False, "--purge", help="Delete the file instead of retracting it (for secrets)."
+    ),
+) -> None:
+    """Retract a memory with a new version that supersedes it (git keeps the trail)."""
+    memory, pointing = state.workspace().forget(memory_id, reason=reason, purge=purge)
+    if purge:
+        out.print(f"deleted {memory.path}")
+        for other in pointing:
+            warn(f"{other.path} still refers to {memory.id}; edit it or run `forgemem validate`")
+    else:
+        out.print(f"{memory.id}\t{memory.path}")
+
+
+@app.command()
+def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
+    """Open a memory in $EDITOR; the file is replaced only if the edit validates."""
+    snap = load()
+    memory = snap.resolve(memory_id)
+    assert memory.path is not None
+    original = memory.path.read_text(encoding="utf-8")
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory(prefix="forgemem-edit-") as tmp:
+        draft = Path(tmp) / memory.path.name
+        draft.write_text(original, encoding="utf-8")
+        while True:
+            try:
+                code = subprocess.call([*shlex.split(editor), str(draft)])
+            except FileNotFoundError:
+                raise ForgememError(f"cannot run the editor {editor!r}; set $EDITOR") from None
+            if code != 0:
+                raise ForgememError(f"the editor exited with status {code}; the memory is unchanged")
+            text = draft.read_text(encoding="utf-8", errors="replace")
+            if text == original:
+                out.print("no changes")
+                return
+            try:
+                edited = memfile.parse_bytes(draft.read_bytes(), memory.path)
+                break
+            except memfile.MemoryFileError as exc:
+                for problem in exc.problems:
+                    err.print(f"forgemem: {escape(str(problem))}")
+                if sys.stdin.isatty() and typer.confirm("Edit again?", default=True):
+                    continue
+                raise ForgememError("the edit does not validate; the memory file is unchanged") from None
+    if edited.body != memory.body:
+        edited.updated_at = utc_now()
+    memfile.rewrite(edited)
+    out.print(f"saved {memory.path}")
+
+
+# ------------------------------------------------------------------ graph
+
+
+def _label(memory: Memory) -> str:
+    title = memory.title if len(memory.title) <= 70 else memory.title[:67] + "..."
+    return f"{memory.short_id()} v{memory.version} [{memory.category}] {title}"
+
+
+@app.command()
+def graph(
+    memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Start here (default: all memories)."),
+    fmt: str = typer.Option("tree", "--format", "-f", help="tree, dot or json."),
+    hops: int = typer.Option(2, "--hops", help="With ID: how many edges to follow.", min=0),
+) -> None:
+    """Show memories and their typed edges as a tree, Graphviz dot or JSON."""
+    if fmt not in ("tree", "dot", "json"):
+        raise UsageError(f"unknown format {fmt!r} (expected tree, dot or json)")
+    snap = load()
+    g = snap.graph
+    if memory_id:
+        root = snap.resolve(memory_id)
+        reached = g.neighbours(root.id, hops)
+        ids = [root.id, *reached]
+    else:
+        root, reached, ids = None, {}, list(g.memories)
+    if fmt == "json":
+        emit_json(g.to_json(ids))
+        return
+    if fmt == "dot":
+        keep = set(ids)
+        lines = ["digraph forgemem {", "  node [shape=box];"]
+        for i in ids:
+            lines.append(f"  {json.dumps(i)} [label={json.dumps(_label(g.memories[i]))}];")
+        for s, t, k in g.graph.edges(keys=True):
+            if s in keep and t in keep:
+                style = ', style=dashed' if k != "supersedes" else ""
+                lines.append(f"  {json.dumps(s)} -> {json.dumps(t)} [label={json.dumps(k)}{style}];")
+        lines.append("}")
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    if root is not None:
+        tree = Tree(escape(_label(root)))
+        nodes = {root.id: tree}
+        for target, path in sorted(reached.items(), key=lambda kv: len(kv[1])):
+            step = path[-1]
+            arrow = f"<-{step.type}-" if step.reverse else f"-{step.type}->"
+            nodes[target] = nodes[step.source].add(f"{arrow} {escape(_label(g.memories[target]))}")
+        out.print(tree)
+        return
+    tree = Tree("memories")
+    for scope in ("repo", "user"):
+        heads = sorted((m for m in g.heads() if m.scope == scope), key=lambda m: (m.category, m.created_at))
+        if not heads:
+            continue
+        scope_node = tree.add(_style_scope(scope))
+        by_category: dict[str, Tree] = {}
+        for head in heads:
+            cat = by_category.get(head.category) or scope_node.add(head.category)
+            by_category[head.category] = cat
+            node = cat.add(escape(_label(head)))
+            for older in reversed(g.history(head.id)[:-1]):
+                node.add(f"[dim]supersedes {escape(_label(older))}[/]")
+            for relation in head.related:
+                target = g.memories.get(relation.id)
+                name = _label(target) if target else f"{relation.id} (missing)"
+                node.add(f"-{relation.relationship}-> {escape(name)}")
+    out.print(tree)
+
+
+# ------------------------------------------------------------------ validate / stats
+
+
+@app.command()
+def validate(
+    paths: list[Path] = typer.Argument(None, help="Files or folders to check (default: both stores)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Check memory files; exit 1 if anything is wrong (usable as a pre-commit hook)."""
+    paths = paths or []
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path} does not exist")
+    snap = state.workspace().load(extra_paths=paths)
+    problems = snap.problems
+    if paths:
+        wanted = [p.resolve() for p in paths]
+        problems = [
+            p
+            for p in problems
+            if p.path is not None
+            and any(p.path.resolve() == w or w in p.path.resolve().parents for w in wanted)
+        ]
+    checked = len(snap.memories) + len({p.path for p in snap.problems if p.memory_id is None})
+    if as_json:
+        emit_json({"ok": not problems, "files_checked": checked, "problems": [p.to_dict() for p in problems]})
+    else:
+        for problem in problems:
+            out.print(escape(str(problem)))
+        if problems:
+            err.print(f"forgemem: {len(problems)} problem(s) found")
+        else:
+            out.print(f"ok: {checked} memory files, no problems")
+    if problems:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command()
+def stats(as_json: bool = JSON_OPTION) -> None:
+    """Counts by scope and category, chains, conflicts and problems."""
+    snap = state.workspace().load()
+    g = snap.graph
+    heads = snap.heads()
+    counts: dict[str, dict[str, int]] = {}
+    for m in heads:
+        counts.setdefault(m.scope, {}).setdefault(m.category, 0)
+        counts[m.scope][m.category] += 1
+    chains = g.chains()
+    data = {
+        "stores": {s: str(store.memory_dir) for s, store in state.workspace().stores.items()},
+        "files": len(snap.memories),
+        "current": len(heads),
+        "by_scope_and_category": counts,
+        "chains": len(chains),
+        "longest_chain": max((len(c) for c in chains), default=0),
+        "retracted": sum(1 for m in g.heads() if m.retracted),
+        "conflicts": [[e.source, e.target] for e in g.contradictions()],
+        "forks": len(g.forks()),
+        "problems": len(snap.problems),
+    }
+    if as_json:
+        emit_json(data)
+        return
+    table = Table("scope", "category", "current", box=None, pad_edge=False)
+    for scope, cats in sorted(counts.items()):
+        for cat, n in sorted(cats.items()):
+            table.add_row(scope, cat, str(n))
+    out.print(table)
+    out.print(
+        f"{data['files']} files, {data['current']} current memories, {data['chains']} version chains "
+        f"(longest {data['longest_chain']}), {data['retracted']} retracted"
+    )
+    for a, b in data["conflicts"]:
+        out.print(f"[yellow]conflict:[/] {a} contradicts {b}")
+    out.print(f"{data['forks']} forks, {data['problems']} problems")
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of raising."""
+    try:
+        result = app(args=argv, prog_name="forgemem", standalone_mode=False)
+    except ForgememError as exc:
+        err.print(f"forgemem: error: {escape(str(exc))}")
+        return exc.exit_code
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE if isinstance(exc, click.exceptions.UsageError) else exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err.print("forgemem: interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: one sentence, traceback on request
+        if os.environ.get("FORGEMEM_DEBUG"):
+            raise
+        err.print(
+            f"forgemem: internal error: {escape(type(exc).__name__)}: {escape(str(exc))} "
+            "(set FORGEMEM_DEBUG=1 for the traceback)"
+        )
+        return EXIT_PROBLEMS
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

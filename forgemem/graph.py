@@ -1,0 +1,213 @@
+"""The graph of memories and their typed edges.
+
+Nodes are memory ids; an edge `a -> b` of type `supersedes` means a is a newer
+version of b; `refines`, `contradicts` and `relates-to` edges come from a
+memory's `related` list. From the graph: heads (memories nothing supersedes),
+the history of a chain, forks, dangling edges, supersession cycles, unresolved
+contradictions and neighbours within N hops.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable
+
+import networkx as nx
+
+from .model import EDGE_TYPES, Memory
+
+SUPERSEDES = "supersedes"
+CONTRADICTS = "contradicts"
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    type: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One hop of a path through the graph, as seen from the walker."""
+
+    source: str
+    type: str
+    target: str
+    #: True when the edge points from `target` back to `source` in the files.
+    reverse: bool = False
+
+    def describe(self) -> str:
+        arrow = f"<-{self.type}-" if self.reverse else f"-{self.type}->"
+        return f"{self.source} {arrow} {self.target}"
+
+
+class MemoryGraph:
+    def __init__(self, memories: Iterable[Memory]):
+        self.memories: dict[str, Memory] = {}
+        for memory in memories:
+            self.memories.setdefault(memory.id, memory)
+        self.graph = nx.MultiDiGraph()
+        self.graph.add_nodes_from(self.memories)
+        self.dangling: list[Edge] = []
+        #: old id -> ids that supersede it
+        self.superseded_by: dict[str, list[str]] = {}
+        edges = []
+        for memory in self.memories.values():
+            for target in memory.supersedes:
+                edges.append(Edge(memory.id, target, SUPERSEDES))
+            for relation in memory.related:
+                edges.append(Edge(memory.id, relation.id, relation.relationship))
+        for edge in edges:
+            if edge.target not in self.memories:
+                self.dangling.append(edge)
+                continue
+            self.graph.add_edge(edge.source, edge.target, key=edge.type)
+            if edge.type == SUPERSEDES:
+                self.superseded_by.setdefault(edge.target, []).append(edge.source)
+
+    def __contains__(self, memory_id: str) -> bool:
+        return memory_id in self.memories
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+    # ------------------------------------------------------------ versions
+
+    def is_head(self, memory_id: str) -> bool:
+        return memory_id not in self.superseded_by
+
+    def heads(self) -> list[Memory]:
+        return [m for m in self.memories.values() if m.id not in self.superseded_by]
+
+    def head_of(self, memory_id: str) -> list[str]:
+        """The head(s) a memory resolves to: one, or several after a fork."""
+        found: list[str] = []
+        seen = {memory_id}
+        queue = deque([memory_id])
+        while queue:
+            current = queue.popleft()
+            newer = self.superseded_by.get(current)
+            if not newer:
+                found.append(current)
+                continue
+            for candidate in newer:
+                if candidate not in seen:
+                    seen.add(candidate)
+                    queue.append(candidate)
+        return sorted(found)
+
+    def predecessors(self, memory_id: str) -> list[str]:
+        """Ids this memory supersedes (that exist)."""
+        return [t for t in self.memories[memory_id].supersedes if t in self.memories]
+
+    def history(self, memory_id: str) -> list[Memory]:
+        """Every version in the memory's chain, oldest first (merges included)."""
+        chain: set[str] = set()
+        queue = deque(self.head_of(memory_id))
+        chain.update(queue)
+        while queue:
+            current = queue.popleft()
+            for older in self.predecessors(current):
+                if older not in chain:
+                    chain.add(older)
+                    queue.append(older)
+        chain.add(memory_id)
+        return sorted(
+            (self.memories[i] for i in chain),
+            key=lambda m: (m.version, m.created_at, m.id),
+        )
+
+    def chains(self) -> list[list[Memory]]:
+        """Every history with more than one version, one per head (forks: per head)."""
+        result = []
+        for head in self.heads():
+            if self.memories[head.id].supersedes:
+                result.append(self.history(head.id))
+        return result
+
+    # ------------------------------------------------------------ problems
+
+    def forks(self) -> dict[str, list[str]]:
+        """Old id -> the heads it now splits into, where that is more than one."""
+        result = {}
+        for old, newer in self.superseded_by.items():
+            if len(newer) > 1:
+                heads = self.head_of(old)
+                if len(heads) > 1:
+                    result[old] = heads
+        return result
+
+    def cycles(self) -> list[list[str]]:
+        """Groups of memories that supersede each other in a loop."""
+        sub = nx.DiGraph()
+        for old, newer in self.superseded_by.items():
+            for new in newer:
+                sub.add_edge(new, old)
+        loops = [sorted(c) for c in nx.strongly_connected_components(sub) if len(c) > 1]
+        loops += [[n] for n in sub.nodes if sub.has_edge(n, n)]
+        return sorted(loops)
+
+    def contradictions(self, unresolved_only: bool = True) -> list[Edge]:
+        """`contradicts` edges; unresolved ones join two heads (no newer version settled it)."""
+        found = []
+        for source, target, kind in self.graph.edges(keys=True):
+            if kind != CONTRADICTS:
+                continue
+            if unresolved_only and not (self.is_head(source) and self.is_head(target)):
+                continue
+            found.append(Edge(source, target, kind))
+        return found
+
+    # ------------------------------------------------------------ neighbours
+
+    def neighbours(
+        self, memory_id: str, hops: int = 1, types: Iterable[str] = EDGE_TYPES
+    ) -> dict[str, list[Step]]:
+        """Memories within `hops` edges of the given types, each with its path."""
+        allowed = set(types)
+        paths: dict[str, list[Step]] = {memory_id: []}
+        frontier = [memory_id]
+        for _ in range(hops):
+            next_frontier = []
+            for current in frontier:
+                for step in self._steps(current, allowed):
+                    if step.target not in paths:
+                        paths[step.target] = paths[current] + [step]
+                        next_frontier.append(step.target)
+            frontier = next_frontier
+        del paths[memory_id]
+        return paths
+
+    def _steps(self, node: str, allowed: set[str]) -> list[Step]:
+        steps = []
+        for _, target, kind in self.graph.out_edges(node, keys=True):
+            if kind in allowed:
+                steps.append(Step(node, kind, target))
+        for source, _, kind in self.graph.in_edges(node, keys=True):
+            if kind in allowed:
+                steps.append(Step(node, kind, source, reverse=True))
+        return steps
+
+    def to_json(self, ids: Iterable[str] | None = None) -> dict:
+        nodes = list(ids) if ids is not None else list(self.memories)
+        keep = set(nodes)
+        return {
+            "nodes": [
+                {
+                    "id": i,
+                    "scope": self.memories[i].scope,
+                    "category": self.memories[i].category,
+                    "version": self.memories[i].version,
+                    "head": self.is_head(i),
+                    "title": self.memories[i].title,
+                }
+                for i in nodes
+            ],
+            "edges": [
+                {"source": s, "target": t, "type": k}
+                for s, t, k in self.graph.edges(keys=True)
+                if s in keep and t in keep
+            ],
+        }

@@ -1,0 +1,165 @@
+"""The memory record: what one memory file holds, independent of any file.
+
+The vocabulary here (categories, relationships, scopes, triggers) is the
+normative one from the file format; every other module imports it from here.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = (
+    "coding-preferences",
+    "project-conventions",
+    "architectural-decisions",
+    "user-facts",
+    "corrections",
+)
+RELATIONSHIPS = ("refines", "contradicts", "relates-to")
+EDGE_TYPES = ("supersedes",) + RELATIONSHIPS
+SCOPES = ("repo", "user")
+TRIGGERS = ("cadence", "compaction", "manual", "import")
+
+#: Front-matter keys in the order they are always written.
+REQUIRED_KEYS = (
+    "id",
+    "created_at",
+    "updated_at",
+    "version",
+    "scope",
+    "category",
+    "supersedes",
+    "related",
+    "session_id",
+    "trigger",
+)
+#: Optional keys the format knows; written after the required ones, in this order.
+OPTIONAL_KEYS = ("tags", "confidence", "source", "status")
+
+#: `status` of a memory written by `forgemem forget`.
+RETRACTED = "retracted"
+
+ID_PATTERN = re.compile(
+    r"^mem_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+
+
+def new_id() -> str:
+    return f"mem_{uuid.uuid4()}"
+
+
+def is_valid_id(value: object) -> bool:
+    return isinstance(value, str) and bool(ID_PATTERN.match(value))
+
+
+def utc_now() -> datetime:
+    return to_utc(datetime.now(timezone.utc))
+
+
+def to_utc(value: datetime) -> datetime:
+    """UTC, second precision; a naive datetime is taken to be UTC already."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).replace(microsecond=0)
+
+
+def format_timestamp(value: datetime) -> str:
+    return to_utc(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalize_body(text: str) -> str:
+    """The canonical body: LF line endings, no surrounding blank space."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A typed edge from one memory to another (`related` in the file)."""
+
+    id: str
+    relationship: str
+
+
+@dataclass
+class Memory:
+    """One memory. `path` is where it was loaded from (None before it is written)."""
+
+    id: str
+    body: str
+    scope: str
+    category: str
+    created_at: datetime
+    updated_at: datetime
+    version: int = 1
+    supersedes: tuple[str, ...] = ()
+    related: tuple[Relation, ...] = ()
+    session_id: str | None = None
+    trigger: str = "manual"
+    #: Optional known keys (tags, confidence, source, status) and any unknown
+    #: keys, in the order they will be written.
+    extra: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def tags(self) -> list[str]:
+        tags = self.extra.get("tags") or []
+        return [str(t) for t in tags] if isinstance(tags, list) else []
+
+    @property
+    def confidence(self) -> float | None:
+        value = self.extra.get("confidence")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def status(self) -> str | None:
+        value = self.extra.get("status")
+        return str(value) if value is not None else None
+
+    @property
+    def retracted(self) -> bool:
+        return self.status == RETRACTED
+
+    @property
+    def title(self) -> str:
+        """The first line of the body, for one-line listings."""
+        return self.body.split("\n", 1)[0]
+
+    def short_id(self) -> str:
+        return self.id[4:12]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view, for `--json` output and the Python API."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "scope": self.scope,
+            "category": self.category,
+            "version": self.version,
+            "created_at": format_timestamp(self.created_at),
+            "updated_at": format_timestamp(self.updated_at),
+            "supersedes": list(self.supersedes),
+            "related": [
+                {"id": r.id, "relationship": r.relationship} for r in self.related
+            ],
+            "session_id": self.session_id,
+            "trigger": self.trigger,
+        }
+        for key, value in self.extra.items():
+            data[key] = _jsonable(value)
+        data["path"] = str(self.path) if self.path else None
+        data["content"] = self.body
+        return data
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value

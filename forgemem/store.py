@@ -1,0 +1,117 @@
+"""A scope's folder of memory files, and finding the folders.
+
+A store is just a folder: every `*.md` file below it (sub-folders included,
+hidden names skipped) is one memory. Derived state lives in the cache folder
+beside it (`<parent>/cache/`), never inside it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import CONFIG_NAME
+from .errors import Problem
+from .memfile import SUFFIX, MemoryFileError, read_file
+from .model import Memory
+
+FORGE_DIR = ".forge"
+MEMORY_DIR = "memory"
+CACHE_DIR = "cache"
+GITIGNORE_TEXT = "# forgemem: derived state, rebuilt from the memory files\ncache/\n"
+
+
+@dataclass(frozen=True)
+class Store:
+    scope: str
+    memory_dir: Path
+
+    @property
+    def forge_dir(self) -> Path:
+        """The folder that holds `memory/`, `cache/` and `config.yaml`."""
+        return self.memory_dir.parent
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.forge_dir / CACHE_DIR
+
+    @property
+    def config_path(self) -> Path:
+        return self.forge_dir / CONFIG_NAME
+
+    def exists(self) -> bool:
+        return self.memory_dir.is_dir()
+
+    def files(self) -> list[Path]:
+        """Every memory file in the store, sorted, hidden names skipped."""
+        if not self.exists():
+            return []
+        found: list[Path] = []
+        stack = [str(self.memory_dir)]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(SUFFIX) and entry.is_file():
+                    found.append(Path(entry.path))
+        found.sort()
+        return found
+
+    def load(self) -> tuple[list[Memory], list[Problem]]:
+        """Parse every file; a broken file becomes problems, the rest still load."""
+        memories: list[Memory] = []
+        problems: list[Problem] = []
+        for path in self.files():
+            try:
+                memory = read_file(path)
+            except MemoryFileError as exc:
+                problems.extend(exc.problems)
+                continue
+            if memory.scope != self.scope:
+                problems.append(
+                    Problem(
+                        path,
+                        f"scope is {memory.scope!r} but the file is in the {self.scope} store",
+                        None,
+                        memory.id,
+                    )
+                )
+            memories.append(memory)
+        return memories, problems
+
+
+def user_memory_dir() -> Path:
+    override = os.environ.get("FORGEMEM_USER_DIR")
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / FORGE_DIR / MEMORY_DIR
+
+
+def find_repo_memory_dir(start: Path, exclude: Path | None = None) -> Path | None:
+    """Walk up from `start` to the git root (or filesystem root) for `.forge/memory/`."""
+    start = start.resolve()
+    excluded = exclude.resolve() if exclude else None
+    for folder in (start, *start.parents):
+        candidate = folder / FORGE_DIR / MEMORY_DIR
+        if candidate.is_dir() and candidate.resolve() != excluded:
+            return candidate
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def find_repo_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that holds `.git`."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None

@@ -1,0 +1,316 @@
+"""The library entry point: both stores, loaded together, and the ways to change them.
+
+    from forgemem import Workspace
+    ws = Workspace.open()                 # finds .forge/memory/ and ~/.forge/memory/
+    snap = ws.load()                      # memories, graph and problems of both scopes
+    memory = ws.add("Use ruff, not flake8", scope="repo", category="coding-preferences")
+
+The CLI is a thin layer over this module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from . import memfile
+from .config import Config, default_config_text, load_config
+from .errors import ForgememError, Problem, UsageError
+from .graph import MemoryGraph
+from .model import (
+    CATEGORIES,
+    RELATIONSHIPS,
+    RETRACTED,
+    SCOPES,
+    TRIGGERS,
+    Memory,
+    Relation,
+    new_id,
+    normalize_body,
+    utc_now,
+)
+from .secrets import redact
+from .store import (
+    FORGE_DIR,
+    GITIGNORE_TEXT,
+    MEMORY_DIR,
+    Store,
+    find_repo_memory_dir,
+    find_repo_root,
+    user_memory_dir,
+)
+from .validate import graph_problems
+
+
+@dataclass
+class Snapshot:
+    """Everything loaded from both stores at one moment."""
+
+    memories: list[Memory]
+    graph: MemoryGraph
+    problems: list[Problem] = field(default_factory=list)
+
+    def get(self, memory_id: str) -> Memory:
+        return self.graph.memories[memory_id]
+
+    def resolve(self, ref: str) -> Memory:
+        """A memory by id or unambiguous id prefix (with or without `mem_`)."""
+        ref = ref.strip()
+        if ref in self.graph.memories:
+            return self.graph.memories[ref]
+        prefix = ref if ref.startswith("mem_") else f"mem_{ref}"
+        matches = [m for m in self.graph.memories.values() if m.id.startswith(prefix)]
+        if len(ref.removeprefix("mem_")) < 1 or not matches:
+            raise UsageError(f"no memory has an id starting with {ref!r}")
+        if len(matches) > 1:
+            shown = ", ".join(sorted(m.id for m in matches)[:10])
+            raise UsageError(f"{ref!r} matches {len(matches)} memories: {shown}; give more of the id")
+        return matches[0]
+
+    def heads(self, include_retracted: bool = False) -> list[Memory]:
+        return [m for m in self.graph.heads() if include_retracted or not m.retracted]
+
+
+class Workspace:
+    def __init__(
+        self, stores: dict[str, Store], config: Config | None = None, cwd: Path | None = None
+    ):
+        self.stores = stores
+        self.cwd = cwd or Path.cwd()
+        self.config = config or load_config(
+            *(stores[s].config_path if s in stores else None for s in ("user", "repo"))
+        )
+
+    @classmethod
+    def open(
+        cls,
+        cwd: Path | None = None,
+        repo_dir: Path | str | None = None,
+        user_dir: Path | str | None = None,
+    ) -> "Workspace":
+        """Find both stores: explicit folders, then env vars, then discovery."""
+        cwd = Path(cwd) if cwd else Path.cwd()
+        user = Path(user_dir or os.environ.get("FORGEMEM_USER_DIR") or user_memory_dir())
+        repo_override = repo_dir or os.environ.get("FORGEMEM_REPO_DIR")
+        repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user)
+        stores = {"user": Store("user", user.expanduser().absolute())}
+        if repo is not None:
+            stores["repo"] = Store("repo", repo.expanduser().absolute())
+        return cls(stores, cwd=cwd)
+
+    # ------------------------------------------------------------ reading
+
+    def store(self, scope: str) -> Store:
+        if scope not in SCOPES:
+            raise UsageError(f"unknown scope {scope!r} (expected repo or user)")
+        if scope not in self.stores:
+            raise UsageError(
+                "no repo store here: run `forgemem init` in the repository, "
+                "or pass --repo-dir PATH/.forge/memory"
+            )
+        return self.stores[scope]
+
+    def load(self, extra_paths: Iterable[Path] = ()) -> Snapshot:
+        """Load both stores (repo first), plus any extra files or folders."""
+        memories: list[Memory] = []
+        problems: list[Problem] = []
+        for scope in ("repo", "user"):
+            if scope in self.stores:
+                found, bad = self.stores[scope].load()
+                memories.extend(found)
+                problems.extend(bad)
+        known = {m.path.resolve() for m in memories if m.path} | {
+            p.path.resolve() for p in problems if p.path
+        }
+        for extra in extra_paths:
+            for path in _memory_files(extra):
+                if path.resolve() in known:
+                    continue
+                try:
+                    memories.append(memfile.read_file(path))
+                except memfile.MemoryFileError as exc:
+                    problems.extend(exc.problems)
+        unique, duplicates = _split_duplicates(memories)
+        graph = MemoryGraph(unique)
+        problems.extend(duplicates)
+        problems.extend(graph_problems(graph))
+        return Snapshot(unique, graph, problems)
+
+    # ------------------------------------------------------------ writing
+
+    def add(
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        category: str | None = None,
+        tags: Iterable[str] = (),
+        supersedes: Iterable[str] = (),
+        related: Iterable[tuple[str, str]] = (),
+        trigger: str = "manual",
+        session_id: str | None = None,
+        confidence: float | None = None,
+        source: str | dict | None = None,
+        status: str | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> tuple[Memory, list[str]]:
+        """Write a new memory; returns it and the kinds of secret redacted from it.
+
+        With `supersedes`, the new memory is the next version of those
+        memories (version = highest predecessor's + 1); the old files are
+        never touched. Scope and category default to the predecessor's.
+        """
+        snap = snapshot or self.load()
+        old = [snap.resolve(ref) for ref in supersedes]
+        for memory in old:
+            if not snap.graph.is_head(memory.id):
+                newer = ", ".join(snap.graph.superseded_by[memory.id])
+                raise UsageError(
+                    f"{memory.id} is already superseded by {newer}; supersede the newest version"
+                )
+        if old:
+            scope = scope or old[0].scope
+            category = category or old[0].category
+        scope = scope or ("repo" if "repo" in self.stores else "user")
+        if category is None:
+            raise UsageError(f"choose a category with --category ({', '.join(CATEGORIES)})")
+        if category not in CATEGORIES:
+            raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
+        if trigger not in TRIGGERS:
+            raise UsageError(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
+        relations = []
+        for ref, relationship in related:
+            if relationship not in RELATIONSHIPS:
+                raise UsageError(
+                    f"unknown relationship {relationship!r} (expected one of: {', '.join(RELATIONSHIPS)})"
+                )
+            relations.append(Relation(snap.resolve(ref).id, relationship))
+        store = self.store(scope)
+        body, found = redact(normalize_body(text))
+        if not body:
+            raise UsageError("the memory text is empty")
+        now = utc_now()
+        extra: dict = {}
+        tag_list = [t.strip() for t in tags if t.strip()]
+        if tag_list:
+            extra["tags"] = tag_list
+        if confidence is not None:
+            if not 0 <= confidence <= 1:
+                raise UsageError(f"confidence must be from 0 to 1, not {confidence}")
+            extra["confidence"] = confidence
+        if source is not None:
+            extra["source"] = redact(source)[0] if isinstance(source, str) else source
+        if status is not None:
+            extra["status"] = status
+        memory = Memory(
+            id=new_id(),
+            body=body,
+            scope=scope,
+            category=category,
+            created_at=now,
+            updated_at=now,
+            version=max((m.version for m in old), default=0) + 1,
+            supersedes=tuple(m.id for m in old),
+            related=tuple(relations),
+            session_id=session_id,
+            trigger=trigger,
+            extra=extra,
+        )
+        memfile.write_new(memory, store.memory_dir / category / memfile.file_name(memory))
+        return memory, found
+
+    def link(self, source_ref: str, target_ref: str, relationship: str) -> Memory:
+        """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
+        if relationship not in RELATIONSHIPS:
+            raise UsageError(
+                f"unknown relationship {relationship!r} (expected one of: {', '.join(RELATIONSHIPS)})"
+            )
+        snap = self.load()
+        source, target = snap.resolve(source_ref), snap.resolve(target_ref)
+        if source.id == target.id:
+            raise UsageError("a memory cannot be linked to itself")
+        relation = Relation(target.id, relationship)
+        if relation in source.related:
+            return source
+        source.related = source.related + (relation,)
+        source.updated_at = utc_now()
+        memfile.rewrite(source)
+        return source
+
+    def forget(self, ref: str, reason: str = "", purge: bool = False) -> tuple[Memory, list[Memory]]:
+        """Retract a memory with a new version (or delete its file with `purge`).
+
+        Returns the retracting memory (or the purged one) and the memories
+        that still point at a purged id.
+        """
+        snap = self.load()
+        memory = snap.resolve(ref)
+        if purge:
+            if memory.path is None:
+                raise ForgememError(f"{memory.id} has no file")
+            memory.path.unlink()
+            pointing = [
+                m
+                for m in snap.memories
+                if memory.id in m.supersedes or any(r.id == memory.id for r in m.related)
+            ]
+            return memory, pointing
+        if not snap.graph.is_head(memory.id):
+            newer = ", ".join(snap.graph.superseded_by[memory.id])
+            raise UsageError(f"{memory.id} is already superseded by {newer}; forget the newest version")
+        if memory.retracted:
+            raise UsageError(f"{memory.id} is already a retraction")
+        text = f"Retracted: {memory.title}"
+        if reason:
+            text += f"\n\nReason: {reason}"
+        retraction, _ = self.add(
+            text,
+            scope=memory.scope,
+            category=memory.category,
+            supersedes=[memory.id],
+            status=RETRACTED,
+            snapshot=snap,
+        )
+        return retraction, []
+
+
+def init_forge_dir(forge_dir: Path) -> list[Path]:
+    """Create `memory/`, `config.yaml` and `.gitignore` in a `.forge` folder; idempotent."""
+    created = []
+    memory_dir = forge_dir / MEMORY_DIR
+    if not memory_dir.is_dir():
+        memory_dir.mkdir(parents=True)
+        created.append(memory_dir)
+    for name, text in (("config.yaml", default_config_text()), (".gitignore", GITIGNORE_TEXT)):
+        path = forge_dir / name
+        if not path.exists():
+            path.write_text(text, encoding="utf-8")
+            created.append(path)
+    return created
+
+
+def default_forge_dir(cwd: Path) -> Path:
+    """Where `forgemem init` puts `.forge/`: the git root, else the current folder."""
+    return (find_repo_root(cwd) or cwd.resolve()) / FORGE_DIR
+
+
+def _memory_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return Store("repo", path).files()
+    return [path]
+
+
+def _split_duplicates(memories: list[Memory]) -> tuple[list[Memory], list[Problem]]:
+    first: dict[str, Memory] = {}
+    problems = []
+    for memory in memories:
+        seen = first.get(memory.id)
+        if seen is None:
+            first[memory.id] = memory
+        else:
+            problems.append(
+                Problem(memory.path, f"duplicate id {memory.id} (also in {seen.path})", None, memory.id)
+            )
+    return list(first.values()), problems
