@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -23,7 +22,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from . import __version__, memfile
-from .errors import EXIT_PROBLEMS, EXIT_USAGE, ForgememError, UsageError
+from .errors import EXIT_PROBLEMS, ForgememError, UsageError
 from .model import CATEGORIES, RELATIONSHIPS, Memory, format_timestamp, utc_now
 from .workspace import Snapshot, Workspace, default_forge_dir, init_forge_dir
 
@@ -109,6 +108,19 @@ def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:
     return data
 
 
+def show_problem(problem) -> str:
+    """A problem with its path relative to the current folder where that is shorter."""
+    text = str(problem)
+    if problem.path is not None:
+        try:
+            relative = os.path.relpath(problem.path)
+        except ValueError:
+            relative = str(problem.path)
+        if not relative.startswith(".."):
+            text = relative + text[len(str(problem.path)):]
+    return escape(text)
+
+
 def _style_scope(scope: str) -> str:
     return "[cyan]repo[/]" if scope == "repo" else "[magenta]user[/]"
 
@@ -182,7 +194,7 @@ def add(
     if as_json:
         emit_json({"id": memory.id, "path": str(memory.path), "version": memory.version, "redacted": redacted})
     else:
-        out.print(f"{memory.id}\t{memory.path}")
+        print(f"{memory.id}\t{memory.path}")
 
 
 # ------------------------------------------------------------------ list / show / history
@@ -298,8 +310,8 @@ def link(
     rel: str = typer.Option(..., "--rel", "-r", help=f"One of: {', '.join(RELATIONSHIPS)}."),
 ) -> None:
     """Add a typed edge ID -> OTHER_ID (recorded in ID's `related` list)."""
-    memory = state.workspace().link(source, target, rel)
-    out.print(f"{memory.id} {rel} {state.workspace().load().resolve(target).id}\t{memory.path}")
+    memory, other = state.workspace().link(source, target, rel)
+    print(f"{memory.id} {rel} {other.id}\t{memory.path}")
 
 
 @app.command()
@@ -317,7 +329,7 @@ def forget(
         for other in pointing:
             warn(f"{other.path} still refers to {memory.id}; edit it or run `forgemem validate`")
     else:
-        out.print(f"{memory.id}\t{memory.path}")
+        print(f"{memory.id}\t{memory.path}")
 
 
 @app.command()
@@ -347,7 +359,7 @@ def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
                 break
             except memfile.MemoryFileError as exc:
                 for problem in exc.problems:
-                    err.print(f"forgemem: {escape(str(problem))}")
+                    err.print(f"forgemem: {show_problem(problem)}")
                 if sys.stdin.isatty() and typer.confirm("Edit again?", default=True):
                     continue
                 raise ForgememError("the edit does not validate; the memory file is unchanged") from None
@@ -454,7 +466,7 @@ def validate(
         emit_json({"ok": not problems, "files_checked": checked, "problems": [p.to_dict() for p in problems]})
     else:
         for problem in problems:
-            out.print(escape(str(problem)))
+            out.print(show_problem(problem))
         if problems:
             err.print(f"forgemem: {len(problems)} problem(s) found")
         else:
@@ -507,23 +519,27 @@ def stats(as_json: bool = JSON_OPTION) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code instead of raising."""
+    """Run the CLI; returns the exit code instead of raising.
+
+    Usage errors are reported by typer itself (exit 2); a `ForgememError` is
+    one sentence on stderr with its own exit code; anything else is a bug,
+    reported in one line unless FORGEMEM_DEBUG is set.
+    """
     try:
-        result = app(args=argv, prog_name="forgemem", standalone_mode=False)
+        app(args=argv, prog_name="forgemem")
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else EXIT_PROBLEMS
     except ForgememError as exc:
         err.print(f"forgemem: error: {escape(str(exc))}")
         return exc.exit_code
-    except click.exceptions.ClickException as exc:
-        exc.show()
-        return EXIT_USAGE if isinstance(exc, click.exceptions.UsageError) else exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         err.print("forgemem: interrupted")
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # a bug: one sentence, traceback on request
+    except Exception as exc:  # a bug: one line, traceback on request
         if os.environ.get("FORGEMEM_DEBUG"):
             raise
         err.print(
@@ -531,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             "(set FORGEMEM_DEBUG=1 for the traceback)"
         )
         return EXIT_PROBLEMS
-    return result if isinstance(result, int) else 0
+    return 0
 
 
 def run() -> None:

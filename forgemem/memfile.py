@@ -109,14 +109,18 @@ def parse_text(text: str, path: Path | None = None) -> Memory:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None  # `front` starts on the '---' line
         reason = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if context and context_mark is not None:
+            reason += f" ({context} that starts at line {context_mark.line + 1})"
         raise MemoryFileError([Problem(path, f"invalid YAML: {reason}", line)]) from None
     if not isinstance(meta, dict):
         raise MemoryFileError(
             [Problem(path, "the front matter is not a mapping of keys to values", 2)]
         )
-    lines = _key_lines(front)
-    memory, problems = record_from_meta(meta, body, path, lines)
+    memory, problems = record_from_meta(meta, body, path)
     if problems:
+        # Only now is it worth finding the line of each key, to point at it.
+        _, problems = record_from_meta(meta, body, path, _key_lines(front))
         raise MemoryFileError(problems)
     assert memory is not None
     return memory
@@ -286,7 +290,18 @@ def _represent_datetime(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:timestamp", format_timestamp(value))
 
 
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # PyYAML writes NEL and the Unicode line/paragraph separators raw, and its
+    # reader then folds them into spaces; double quotes escape them (\N, \L, \P).
+    style = '"' if any(ch in value for ch in _UNICODE_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
 _Dumper.add_representer(datetime, _represent_datetime)
+_Dumper.add_representer(str, _represent_str)
 
 
 def front_matter(memory: Memory) -> dict[str, Any]:

@@ -23,7 +23,9 @@ def graph_problems(graph: MemoryGraph) -> list[Problem]:
         else:
             at(edge.source, f"is related ({edge.type}) to {edge.target}, which does not exist")
 
+    in_cycle: set[str] = set()
     for loop in graph.cycles():
+        in_cycle.update(loop)
         members = " -> ".join(loop + [loop[0]]) if len(loop) > 1 else f"{loop[0]} -> {loop[0]}"
         for memory_id in loop:
             at(memory_id, f"supersession cycle: {members}")
@@ -37,8 +39,8 @@ def graph_problems(graph: MemoryGraph) -> list[Problem]:
 
     for memory in memories.values():
         predecessors = graph.predecessors(memory.id)
-        if len(predecessors) != len(memory.supersedes):
-            continue  # dangling, already reported
+        if len(predecessors) != len(memory.supersedes) or memory.id in in_cycle:
+            continue  # dangling or cyclic: already reported, no version can be right
         if predecessors:
             expected = max(memories[p].version for p in predecessors) + 1
             basis = "its predecessor's version + 1" if len(predecessors) == 1 else (

@@ -121,9 +121,12 @@ class Workspace:
                 found, bad = self.stores[scope].load()
                 memories.extend(found)
                 problems.extend(bad)
-        known = {m.path.resolve() for m in memories if m.path} | {
-            p.path.resolve() for p in problems if p.path
-        }
+        extra_paths = list(extra_paths)
+        known = set()
+        if extra_paths:
+            known = {m.path.resolve() for m in memories if m.path} | {
+                p.path.resolve() for p in problems if p.path
+            }
         for extra in extra_paths:
             for path in _memory_files(extra):
                 if path.resolve() in known:
@@ -221,7 +224,7 @@ class Workspace:
         memfile.write_new(memory, store.memory_dir / category / memfile.file_name(memory))
         return memory, found
 
-    def link(self, source_ref: str, target_ref: str, relationship: str) -> Memory:
+    def link(self, source_ref: str, target_ref: str, relationship: str) -> tuple[Memory, Memory]:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
         if relationship not in RELATIONSHIPS:
             raise UsageError(
@@ -232,12 +235,11 @@ class Workspace:
         if source.id == target.id:
             raise UsageError("a memory cannot be linked to itself")
         relation = Relation(target.id, relationship)
-        if relation in source.related:
-            return source
-        source.related = source.related + (relation,)
-        source.updated_at = utc_now()
-        memfile.rewrite(source)
-        return source
+        if relation not in source.related:
+            source.related = source.related + (relation,)
+            source.updated_at = utc_now()
+            memfile.rewrite(source)
+        return source, target
 
     def forget(self, ref: str, reason: str = "", purge: bool = False) -> tuple[Memory, list[Memory]]:
         """Retract a memory with a new version (or delete its file with `purge`).

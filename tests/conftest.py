@@ -1,0 +1,115 @@
+"""Shared fixtures: an isolated home, real stores in temp folders, the CLI in-process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from forgemem import memfile
+from forgemem.cli import main
+from forgemem.model import Memory, Relation, new_id
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_memories"
+BAD_FILES = Path(__file__).resolve().parent / "bad_files"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """Every test gets its own HOME and user store, and starts in an empty folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("FORGEMEM_USER_DIR", str(home / ".forge" / "memory"))
+    monkeypatch.delenv("FORGEMEM_REPO_DIR", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return home
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run `forgemem ARGS...` in-process; returns exit code, stdout, stderr."""
+
+    def run(*args: str, stdin: str | None = None) -> Result:
+        capsys.readouterr()
+        if stdin is not None:
+            import io
+            import sys
+
+            old = sys.stdin
+            sys.stdin = io.StringIO(stdin)
+            try:
+                code = main(list(args))
+            finally:
+                sys.stdin = old
+        else:
+            code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def git_repo(tmp_path) -> Path:
+    """A real git repository with one commit."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "test@example.invalid")
+    git(repo, "config", "user.name", "Test")
+    (repo / "README.md").write_text("project\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    return repo
+
+
+def make_memory(body: str = "Use ruff for linting.", **fields) -> Memory:
+    now = datetime(2026, 11, 21, 10, 30, tzinfo=timezone.utc)
+    values = dict(
+        id=new_id(),
+        body=body,
+        scope="repo",
+        category="project-conventions",
+        created_at=now,
+        updated_at=now,
+    )
+    values.update(fields)
+    if "related" in values:
+        values["related"] = tuple(
+            r if isinstance(r, Relation) else Relation(*r) for r in values["related"]
+        )
+    if isinstance(values.get("supersedes"), str):
+        values["supersedes"] = (values["supersedes"],)
+    return Memory(**values)
+
+
+def write_memory(folder: Path, memory: Memory) -> Path:
+    return memfile.write_new(memory, folder / memory.category / memfile.file_name(memory))
+
+
+def snapshot_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
