@@ -451,7 +451,7 @@ def validate(
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path} does not exist")
-    snap = state.workspace().load(extra_paths=paths)
+    snap = state.workspace().load(extra_paths=paths, cache=False)
     problems = snap.problems
     if paths:
         wanted = [p.resolve() for p in paths]
@@ -513,6 +513,221 @@ def stats(as_json: bool = JSON_OPTION) -> None:
     for a, b in data["conflicts"]:
         out.print(f"[yellow]conflict:[/] {a} contradicts {b}")
     out.print(f"{data['forks']} forks, {data['problems']} problems")
+
+
+# ------------------------------------------------------------------ recall / index / doctor
+
+
+def _engine(use_embeddings: bool = True):
+    from .engine import RecallEngine
+
+    engine = RecallEngine(state.workspace(), use_embeddings=use_embeddings, on_notice=warn)
+    return engine
+
+
+class _Progress:
+    """A rich progress bar for long index builds; silent for small ones and when piped."""
+
+    def __init__(self, label: str, threshold: int = 200):
+        self.label, self.threshold = label, threshold
+        self.bar = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < self.threshold or not err.is_terminal:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress(
+                f"[bold]{self.label}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                console=err, transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total)
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _refresh(engine, label: str = "embedding memories"):
+    progress = _Progress(label)
+    try:
+        return engine.refresh(progress=progress)
+    finally:
+        progress.close()
+
+
+def _print_hits(result, explain: bool) -> None:
+    if not result.hits:
+        out.print("no matching memories")
+        return
+    for n, hit in enumerate(result.hits, start=1):
+        m = hit.memory
+        flags = ""
+        if not hit.graph.is_head(m.id):
+            flags += f" [yellow](superseded by {', '.join(x[:8] for x in hit.graph.superseded_by[m.id])})[/]"
+        if hit.conflicts:
+            flags += " [red]CONFLICT[/]"
+        out.print(
+            f"[bold]{n:>2}. {m.short_id()}[/]  {_style_scope(m.scope)}  {m.category}  v{m.version}  "
+            f"[dim]score {hit.score:.3f}[/]{flags}"
+        )
+        for line in m.body.splitlines() or [""]:
+            out.print(f"    {escape(line)}")
+        if hit.via:
+            out.print(f"    [dim]via {escape(', '.join(s.describe() for s in hit.via))}[/]")
+        if hit.conflicts:
+            out.print(f"    [red]contradicted by {', '.join(hit.conflicts)}: resolve with a new version[/]")
+        if explain:
+            e = hit.to_dict()["explain"]
+            parts = [
+                f"lexical rank {e['lexical_rank'] or '-'} (bm25 {e['lexical_score'] if e['lexical_score'] is not None else '-'})",
+                f"dense rank {e['dense_rank'] or '-'} (cosine {e['dense_score'] if e['dense_score'] is not None else '-'})",
+                f"fused {e['fused']:.3f}",
+            ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()]
+            out.print(f"    [dim]why: {escape(hit.why())}[/]")
+            out.print(f"    [dim]{escape(' · '.join(parts))}[/]")
+            out.print(f"    [dim]{m.path}[/]")
+
+
+def _read_queries(source: str) -> list[dict]:
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    queries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{source}:{number}: not a JSON line ({exc.msg})") from None
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            raise UsageError(f'{source}:{number}: each line needs {{"id": ..., "query": "..."}}')
+        queries.append(item)
+    return queries
+
+
+@app.command()
+def recall(
+    query: Optional[str] = typer.Argument(None, help="What you want to remember (omit with --queries)."),
+    k: Optional[int] = typer.Option(None, "-k", "--top", min=1, help="How many results (default: retrieval_top_k)."),
+    scope: str = typer.Option("all", "--scope", "-s", help="repo, user or all."),
+    category: Optional[str] = typer.Option(None, "--category", "-c", help="Only this category."),
+    tag: list[str] = typer.Option([], "--tag", help="Only memories with this tag (repeatable)."),
+    hops: Optional[int] = typer.Option(None, "--hops", min=0, max=5, help="Follow typed edges this far (default: retrieval_hop_depth)."),
+    history: bool = typer.Option(False, "--history", help="Return old versions too, not only heads."),
+    explain: bool = typer.Option(False, "--explain", help="Show why each memory matched."),
+    queries: Optional[str] = typer.Option(None, "--queries", help='Batch: a file (or -) of JSON lines {"id", "query"}; writes JSON lines {"id", "results"}.'),
+    lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the embedding model."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Find the memories that matter for a question (hybrid lexical + semantic search)."""
+    from .recall import Query
+
+    if scope not in ("repo", "user", "all"):
+        raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
+    if category and category not in CATEGORIES:
+        raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
+    if (query is None) == (queries is None):
+        raise UsageError("give either a QUERY or --queries FILE")
+    config = state.workspace().config
+    base = dict(
+        k=k or config.retrieval_top_k,
+        scope=None if scope == "all" else scope,
+        category=category,
+        tags=tuple(tag),
+        hops=config.retrieval_hop_depth if hops is None else hops,
+        history=history,
+    )
+    engine = _engine(use_embeddings=not lexical_only)
+    batch = _read_queries(queries) if queries is not None else None
+    _refresh(engine)
+    for message in state.workspace().warnings:
+        warn(message)
+    if engine.lexical_only_reason and not lexical_only:
+        warn(f"lexical search only: {engine.lexical_only_reason}")
+    if batch is not None:
+        for item in batch:
+            result = engine.recall(Query(text=item["query"], **{**base, "k": item.get("k", base["k"])}), refresh=False)
+            sys.stdout.write(json.dumps({"id": item.get("id"), "results": result.to_dicts()}, ensure_ascii=False) + "\n")
+        return
+    result = engine.recall(Query(text=query, **base), refresh=False)
+    if as_json:
+        emit_json({"query": query, "lexical_only": result.lexical_only, "notes": result.notes, "results": result.to_dicts()})
+        return
+    _print_hits(result, explain)
+
+
+@app.command()
+def index(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Throw the caches away and build them again."),
+    status: bool = typer.Option(False, "--status", help="Show what is stale and why, without changing anything."),
+    lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the embedding model."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Bring the search index up to date with the memory files."""
+    engine = _engine(use_embeddings=not lexical_only)
+    indexes = engine.indexes()
+    if status:
+        embedder = engine.embedder
+        data = [i.status(embedder).to_dict() for i in indexes.values()]
+        if as_json:
+            emit_json({"stores": data, "embedder": getattr(embedder, "id", None), "lexical_only_reason": engine.lexical_only_reason})
+            return
+        for st in data:
+            out.print(f"[bold]{st['scope']}[/] {st['database']}")
+            out.print(f"  {st['files']} files, {st['memories']} memories, {st['vectors']} vectors ({st['embedder'] or 'no embedder'})")
+            out.print("  up to date" if not st["stale"] else "  stale:")
+            for line in st["stale"]:
+                out.print(f"    {escape(line)}")
+        return
+    if rebuild:
+        for i in indexes.values():
+            i.destroy()
+    reports = _refresh(engine)
+    if engine.lexical_only_reason and not lexical_only:
+        warn(f"lexical search only: {engine.lexical_only_reason}")
+    if as_json:
+        emit_json({scope: r.to_dict() for scope, r in reports.items()})
+        return
+    for scope, r in reports.items():
+        out.print(
+            f"{scope}: {r.files} files; {r.added} added, {r.changed} changed, {r.deleted} deleted, "
+            f"{r.embedded} embedded" + (f" ({r.rebuilt_reason})" if r.rebuilt_reason else "")
+        )
+
+
+@app.command()
+def doctor(as_json: bool = JSON_OPTION) -> None:
+    """Check that the index agrees with the memory files; rebuild a store's cache if not."""
+    engine = _engine()
+    results = {}
+    for scope, i in engine.indexes().items():
+        try:
+            i.refresh(engine.embedder)
+            found = i.check()
+        except Exception as exc:  # a broken cache of any kind is what doctor is for
+            found = [f"the cache cannot be read ({type(exc).__name__}: {exc})"]
+        fixed = False
+        if found:
+            i.destroy()
+            _refresh(engine, f"rebuilding the {scope} index")
+            fixed = not i.check()
+        results[scope] = {"disagreements": found, "rebuilt": bool(found), "ok_after": fixed or not found}
+    if as_json:
+        emit_json(results)
+    else:
+        for scope, r in results.items():
+            if not r["disagreements"]:
+                out.print(f"{scope}: index agrees with the files")
+                continue
+            for line in r["disagreements"]:
+                out.print(f"{scope}: {escape(line)}")
+            out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
+    if not all(r["ok_after"] for r in results.values()):
+        raise typer.Exit(EXIT_PROBLEMS)
 
 
 # ------------------------------------------------------------------ entry point

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .config import CONFIG_NAME
 from .errors import Problem
-from .memfile import SUFFIX, MemoryFileError, read_file
+from .memfile import SUFFIX, MemoryFileError, parse_bytes, read_file
 from .model import Memory
 
 FORGE_DIR = ".forge"
@@ -65,26 +65,33 @@ class Store:
         found.sort()
         return found
 
+    def read(self, path: Path, data: bytes | None = None) -> tuple[Memory | None, list[Problem]]:
+        """Parse one file of this store: the memory (if it parses) and its problems."""
+        try:
+            memory = read_file(path) if data is None else parse_bytes(data, path)
+        except MemoryFileError as exc:
+            return None, exc.problems
+        problems = []
+        if memory.scope != self.scope:
+            problems.append(
+                Problem(
+                    path,
+                    f"scope is {memory.scope!r} but the file is in the {self.scope} store",
+                    None,
+                    memory.id,
+                )
+            )
+        return memory, problems
+
     def load(self) -> tuple[list[Memory], list[Problem]]:
         """Parse every file; a broken file becomes problems, the rest still load."""
         memories: list[Memory] = []
         problems: list[Problem] = []
         for path in self.files():
-            try:
-                memory = read_file(path)
-            except MemoryFileError as exc:
-                problems.extend(exc.problems)
-                continue
-            if memory.scope != self.scope:
-                problems.append(
-                    Problem(
-                        path,
-                        f"scope is {memory.scope!r} but the file is in the {self.scope} store",
-                        None,
-                        memory.id,
-                    )
-                )
-            memories.append(memory)
+            memory, found = self.read(path)
+            problems.extend(found)
+            if memory is not None:
+                memories.append(memory)
         return memories, problems
 
 

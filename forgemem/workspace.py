@@ -11,6 +11,7 @@ The CLI is a thin layer over this module.
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -19,6 +20,7 @@ from . import memfile
 from .config import Config, default_config_text, load_config
 from .errors import ForgememError, Problem, UsageError
 from .graph import MemoryGraph
+from .index import StoreIndex
 from .model import (
     CATEGORIES,
     RELATIONSHIPS,
@@ -79,6 +81,8 @@ class Workspace:
     ):
         self.stores = stores
         self.cwd = cwd or Path.cwd()
+        self.warnings: list[str] = []
+        self._indexes: dict[str, StoreIndex] | None = None
         self.config = config or load_config(
             *(stores[s].config_path if s in stores else None for s in ("user", "repo"))
         )
@@ -112,15 +116,44 @@ class Workspace:
             )
         return self.stores[scope]
 
-    def load(self, extra_paths: Iterable[Path] = ()) -> Snapshot:
-        """Load both stores (repo first), plus any extra files or folders."""
+    def indexes(self) -> dict[str, StoreIndex]:
+        """The cache of each store that exists (an in-memory one where the cache folder is unwritable)."""
+        if self._indexes is None:
+            self._indexes = {}
+            for scope in ("repo", "user"):
+                store = self.stores.get(scope)
+                if store is None or not store.exists():
+                    continue
+                index = StoreIndex(store)
+                try:
+                    index.db
+                except (OSError, sqlite3.Error) as exc:
+                    self.warnings.append(
+                        f"cannot use the cache folder {store.cache_dir} ({exc}); working without a cache"
+                    )
+                    index = StoreIndex(store, in_memory=True)
+                self._indexes[scope] = index
+        return self._indexes
+
+    def load(self, extra_paths: Iterable[Path] = (), cache: bool = True) -> Snapshot:
+        """Load both stores (repo first), plus any extra files or folders.
+
+        With `cache`, unchanged files come from the store's cache instead of being
+        read and parsed again; without it every file is parsed (what `validate` does).
+        """
         memories: list[Memory] = []
         problems: list[Problem] = []
-        for scope in ("repo", "user"):
-            if scope in self.stores:
-                found, bad = self.stores[scope].load()
-                memories.extend(found)
-                problems.extend(bad)
+        if cache:
+            for index in self.indexes().values():
+                index.refresh()
+                memories.extend(m for _, m in index.memories())
+                problems.extend(index.problems())
+        else:
+            for scope in ("repo", "user"):
+                if scope in self.stores:
+                    found, bad = self.stores[scope].load()
+                    memories.extend(found)
+                    problems.extend(bad)
         extra_paths = list(extra_paths)
         known = set()
         if extra_paths:
@@ -135,11 +168,14 @@ class Workspace:
                     memories.append(memfile.read_file(path))
                 except memfile.MemoryFileError as exc:
                     problems.extend(exc.problems)
+        return self.assemble(memories, problems)
+
+    @staticmethod
+    def assemble(memories: list[Memory], problems: list[Problem]) -> Snapshot:
+        """Drop duplicate ids (the first file wins), build the graph, add its problems."""
         unique, duplicates = _split_duplicates(memories)
         graph = MemoryGraph(unique)
-        problems.extend(duplicates)
-        problems.extend(graph_problems(graph))
-        return Snapshot(unique, graph, problems)
+        return Snapshot(unique, graph, [*problems, *duplicates, *graph_problems(graph)])
 
     # ------------------------------------------------------------ writing
 

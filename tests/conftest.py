@@ -112,4 +112,9 @@ def write_memory(folder: Path, memory: Memory) -> Path:
 
 
 def snapshot_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file below a folder, except derived state in `cache/` folders."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "cache" not in p.relative_to(folder).parts
+    }

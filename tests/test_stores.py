@@ -84,7 +84,7 @@ def test_read_only_commands_leave_git_status_clean(git_repo, cli):
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "memories")
     # a cache folder (as later issues fill it) is ignored
-    (git_repo / ".forge/cache").mkdir()
+    (git_repo / ".forge/cache").mkdir(exist_ok=True)
     (git_repo / ".forge/cache/index.bin").write_bytes(b"derived")
     for args in (["list"], ["list", "--json"], ["show", first["id"][:10]], ["history", first["id"]],
                  ["graph"], ["graph", first["id"], "--format", "dot"], ["validate"], ["stats", "--json"]):

@@ -62,7 +62,7 @@ def test_each_broken_file_gives_one_exact_reason(rule, tmp_path):
     expected, loaded = EXPECTED[rule]
     before = snapshot_bytes(folder)
     ws = Workspace.open(repo_dir=folder, user_dir=tmp_path / "no-user")
-    snap = ws.load()
+    snap = ws.load(cache=False)
     got = {(p.path.name, p.line, p.reason) for p in snap.problems}
     want = {(f, line, reason.replace("{dir}", str(folder.absolute()))) for f, line, reason in expected}
     assert got == want
@@ -103,7 +103,7 @@ def test_one_bad_file_never_stops_the_others(tmp_path):
         store.mkdir(exist_ok=True)
         shutil.copy(BAD_FILES / rule / "broken.md", store / f"{rule}.md")
     good = [write_memory(store, make_memory(body=f"good memory {i}")) for i in range(3)]
-    snap = Workspace.open(repo_dir=store, user_dir=tmp_path / "u").load()
+    snap = Workspace.open(repo_dir=store, user_dir=tmp_path / "u").load(cache=False)
     assert sorted(p.path.stem for p in snap.problems) == sorted(single_file_rules)
     assert sorted(m.path for m in snap.memories) == sorted(good)
 

@@ -1,0 +1,176 @@
+"""The recall engine: a workspace's indexes, its embedder and a loaded snapshot.
+
+One engine answers many queries without paying start-up again: `refresh()`
+brings every store's cache up to date (cheap when nothing changed) and reloads
+the snapshot only when a store's generation moved; `recall()` runs one query.
+The CLI's batch mode and the recall server keep one engine for their lifetime.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .embedding import EmbeddingUnavailable, load_embedder
+from .graph import MemoryGraph
+from .index import RefreshReport, StoreIndex
+from .model import Memory
+from .recall import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
+from .workspace import Snapshot, Workspace
+
+
+@dataclass
+class RecallResult:
+    query: Query
+    hits: list[Hit]
+    lexical_only: bool
+    notes: list[str] = field(default_factory=list)
+
+    def to_dicts(self) -> list[dict]:
+        return [h.to_dict() for h in self.hits]
+
+
+class RecallEngine:
+    def __init__(
+        self,
+        workspace: Workspace,
+        use_embeddings: bool = True,
+        on_notice: Callable[[str], None] | None = None,
+        embedder=None,
+    ):
+        self.workspace = workspace
+        self.use_embeddings = use_embeddings
+        self.notice = on_notice or (lambda message: None)
+        self._embedder = embedder if use_embeddings else None
+        self._embedder_error: str | None = None
+        self._snapshot: Snapshot | None = None
+        self._generations: dict[str, int] = {}
+        self._rows: dict[tuple[str, int], Memory] = {}
+
+    # ------------------------------------------------------------ parts
+
+    @property
+    def embedder(self):
+        """The embedder, loaded on first use; None (with a reason) when unavailable."""
+        if self._embedder is None and self._embedder_error is None and self.use_embeddings:
+            models = Path.home() / ".forge" / "cache" / "models"  # machine-wide, whatever the stores
+            try:
+                self._embedder = load_embedder(
+                    self.workspace.config.embedding_model, models, on_export=self.notice
+                )
+            except EmbeddingUnavailable as exc:
+                self._embedder_error = str(exc)
+        return self._embedder
+
+    @property
+    def lexical_only_reason(self) -> str | None:
+        if not self.use_embeddings:
+            return "embeddings are switched off"
+        return self._embedder_error
+
+    def indexes(self) -> dict[str, StoreIndex]:
+        return self.workspace.indexes()
+
+    # ------------------------------------------------------------ refresh
+
+    def refresh(self, progress=None, embed: bool = True) -> dict[str, RefreshReport]:
+        """Bring every store's cache up to date; reload the snapshot if anything moved."""
+        embedder = self.embedder if embed else None
+        reports = {}
+        for scope, index in self.indexes().items():
+            reports[scope] = index.refresh(embedder, progress=progress)
+        generations = {scope: index.generation() for scope, index in self.indexes().items()}
+        if self._snapshot is None or generations != self._generations:
+            self._load_snapshot()
+            self._generations = generations
+        return reports
+
+    def _load_snapshot(self) -> None:
+        rows: dict[tuple[str, int], Memory] = {}
+        memories: list[Memory] = []
+        problems = []
+        for scope, index in self.indexes().items():
+            for rowid, memory in index.memories():
+                rows[(scope, rowid)] = memory
+                memories.append(memory)
+            problems.extend(index.problems())
+        self._snapshot = self.workspace.assemble(memories, problems)
+        self._rows = rows
+
+    @property
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            self.refresh()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    # ------------------------------------------------------------ recall
+
+    def recall(self, query: Query, refresh: bool = True, use_priors: bool = True) -> RecallResult:
+        if refresh:
+            try:
+                self.refresh()
+            except sqlite3.DatabaseError:
+                self.refresh()  # the index rebuilt itself; one more pass picks it up
+        snap = self.snapshot
+        graph: MemoryGraph = snap.graph
+        embedder = self.embedder
+        limit = FILTERED_CANDIDATES if query.filtered else max(CANDIDATES, query.k * 5)
+        candidates: dict[tuple[str, int], Candidate] = {}
+        vector = embedder.encode([query.text])[0] if embedder is not None else None
+        for scope, index in self.indexes().items():
+            if query.scope and scope != query.scope:
+                continue
+            for rank_, (rowid, score) in enumerate(index.lexical(query.text, limit), start=1):
+                memory = self._rows.get((scope, rowid))
+                if memory is None or memory.id not in graph.memories:
+                    continue
+                candidates[(scope, rowid)] = Candidate(memory, lexical_rank=rank_, lexical_score=score)
+            if vector is not None:
+                faiss_index = index.vector_index()
+                if faiss_index is not None and faiss_index.ntotal:
+                    self._dense(scope, faiss_index, vector, limit, candidates, graph)
+        _rank_lexical_across_scopes(candidates)
+        fused = fuse(candidates.values(), dense=vector is not None)
+        hits = rank(fused, graph, query, use_priors=use_priors)
+        notes = []
+        if vector is None:
+            notes.append(f"lexical search only: {self.lexical_only_reason}")
+        return RecallResult(query, hits, lexical_only=vector is None, notes=notes)
+
+    def _dense(self, scope, faiss_index, vector, limit, candidates, graph) -> None:
+        import numpy as np
+
+        n = min(limit, faiss_index.ntotal)
+        scores, ids = faiss_index.search(np.asarray(vector, dtype=np.float32)[None, :], n)
+        for rank_, (score, rowid) in enumerate(zip(scores[0], ids[0]), start=1):
+            if rowid < 0:
+                continue
+            key = (scope, int(rowid))
+            memory = self._rows.get(key)
+            if memory is None or memory.id not in graph.memories:
+                continue
+            candidate = candidates.get(key)
+            if candidate is None:
+                candidate = candidates[key] = Candidate(memory)
+            candidate.dense_rank, candidate.dense_score = rank_, float(score)
+        # Lexical-only candidates still get their exact cosine, so fusion compares like with like.
+        missing = [key for key, c in candidates.items() if key[0] == scope and c.dense_score is None]
+        for key in missing:
+            try:
+                stored = faiss_index.reconstruct(key[1])
+            except RuntimeError:
+                continue
+            candidates[key].dense_score = float(np.dot(stored, vector))
+
+
+def _rank_lexical_across_scopes(candidates: dict[tuple[str, int], Candidate]) -> None:
+    """Lexical ranks are per store; renumber them over both stores by score."""
+    lexical = sorted((c for c in candidates.values() if c.lexical_score is not None), key=lambda c: -c.lexical_score)
+    for rank_, c in enumerate(lexical, start=1):
+        c.lexical_rank = rank_
+    dense = sorted((c for c in candidates.values() if c.dense_rank is not None), key=lambda c: -c.dense_score)
+    for rank_, c in enumerate(dense, start=1):
+        c.dense_rank = rank_
