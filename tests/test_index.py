@@ -1,0 +1,236 @@
+"""The store cache: refresh correctness against real files, SQLite, FAISS and file locks."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from forgemem import memfile
+from forgemem.index import StoreIndex
+from forgemem.store import Store
+
+from .conftest import HashEmbedder, make_memory, write_memory
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    folder = tmp_path / "proj/.forge/memory"
+    folder.mkdir(parents=True)
+    return Store("repo", folder)
+
+
+def fill(store: Store, n: int = 5):
+    return [write_memory(store.memory_dir, make_memory(body=f"Memory number {i} about topic {i}.")) for i in range(n)]
+
+
+def ids_in(index: StoreIndex) -> set[str]:
+    return {m.id for _, m in index.memories()}
+
+
+def test_first_refresh_indexes_everything_and_the_second_does_nothing(store):
+    paths = fill(store)
+    index = StoreIndex(store)
+    embedder = HashEmbedder()
+    report = index.refresh(embedder)
+    assert (report.added, report.embedded, report.files) == (5, 5, 5)
+    assert len(embedder.encoded) == 5
+    assert index.vector_index().ntotal == 5
+    generation = index.generation()
+    again = index.refresh(embedder)
+    assert again.unchanged and len(embedder.encoded) == 5
+    assert index.generation() == generation
+    assert ids_in(index) == {memfile.read_file(p).id for p in paths}
+    assert (store.cache_dir / ".gitignore").read_text().endswith("*\n")
+
+
+def test_unchanged_store_is_not_read(store, monkeypatch):
+    fill(store)
+    index = StoreIndex(store)
+    index.refresh(HashEmbedder())
+
+    def no_reading(self, *args, **kwargs):
+        raise AssertionError(f"read {self}")
+
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    monkeypatch.setattr(Path, "read_text", no_reading)
+    assert index.refresh(HashEmbedder()).unchanged
+
+
+def test_edit_reembeds_only_the_changed_memory(store):
+    paths = fill(store)
+    index = StoreIndex(store)
+    embedder = HashEmbedder()
+    index.refresh(embedder)
+    embedder.encoded.clear()
+    text = paths[2].read_text().replace("Memory number 2", "Memory number two, edited by hand")
+    paths[2].write_text(text)
+    report = index.refresh(embedder)
+    assert (report.changed, report.embedded) == (1, 1)
+    assert embedder.encoded == ["Memory number two, edited by hand about topic 2."]
+    assert index.lexical("edited by hand", 5)[0][0] in {r for r, _ in index.memories()}
+
+
+def test_front_matter_only_edit_keeps_the_vector(store):
+    paths = fill(store, 2)
+    index = StoreIndex(store)
+    embedder = HashEmbedder()
+    index.refresh(embedder)
+    embedder.encoded.clear()
+    paths[0].write_text(paths[0].read_text().replace("trigger: manual", "trigger: import"))
+    report = index.refresh(embedder)
+    assert report.changed == 1 and report.embedded == 0
+    assert {m.trigger for _, m in index.memories()} == {"manual", "import"}
+
+
+def test_touch_without_change_rehashes_but_does_not_reparse(store):
+    paths = fill(store, 2)
+    index = StoreIndex(store)
+    index.refresh(HashEmbedder())
+    later = time.time() + 5
+    os.utime(paths[0], (later, later))
+    report = index.refresh(HashEmbedder())
+    assert (report.touched, report.changed, report.embedded) == (1, 0, 0)
+    assert index.refresh(HashEmbedder()).unchanged
+
+
+def test_delete_and_rename(store):
+    paths = fill(store, 3)
+    index = StoreIndex(store)
+    embedder = HashEmbedder()
+    index.refresh(embedder)
+    gone = memfile.read_file(paths[0]).id
+    paths[0].unlink()
+    moved = memfile.read_file(paths[1]).id
+    target = store.memory_dir / "archive" / "renamed.md"
+    target.parent.mkdir()
+    paths[1].rename(target)
+    embedder.encoded.clear()
+    report = index.refresh(embedder)
+    assert report.deleted == 2 and report.added == 1
+    assert gone not in ids_in(index) and moved in ids_in(index)
+    assert {m.path for _, m in index.memories() if m.id == moved} == {target}
+    assert index.vector_index().ntotal == 2
+    assert index.check() == []
+
+
+def test_broken_file_is_cached_as_a_problem_and_recovers(store):
+    paths = fill(store, 2)
+    index = StoreIndex(store)
+    index.refresh(HashEmbedder())
+    good = paths[0].read_text()
+    paths[0].write_text(good.replace("category: project-conventions", "category: misc"))
+    index.refresh(HashEmbedder())
+    assert [p.reason.split(" (")[0] for p in index.problems()] == ["unknown category 'misc'"]
+    assert len(index.memories()) == 1
+    paths[0].write_text(good)
+    index.refresh(HashEmbedder())
+    assert index.problems() == [] and len(index.memories()) == 2
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "delete"])
+def test_corrupt_or_missing_cache_is_rebuilt(store, damage):
+    fill(store, 4)
+    index = StoreIndex(store)
+    index.refresh(HashEmbedder())
+    index.close()
+    db = index.db_path
+    for extra in (Path(f"{db}-wal"), Path(f"{db}-shm")):
+        extra.unlink(missing_ok=True)
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database at all" * 100)
+    elif damage == "truncate":
+        db.write_bytes(db.read_bytes()[:2048])
+    else:
+        db.unlink()
+    fresh = StoreIndex(store)
+    report = fresh.refresh(HashEmbedder())
+    assert report.embedded == 4
+    assert len(fresh.memories()) == 4 and fresh.vector_index().ntotal == 4
+
+
+def test_corrupt_faiss_file_is_rebuilt_from_stored_vectors(store):
+    fill(store, 3)
+    index = StoreIndex(store)
+    embedder = HashEmbedder()
+    index.refresh(embedder)
+    index.vector_index()
+    index.close()
+    [faiss_file] = store.cache_dir.glob("repo-*.faiss")
+    faiss_file.write_bytes(b"broken")
+    fresh = StoreIndex(store)
+    embedder.encoded.clear()
+    assert fresh.vector_index().ntotal == 3
+    assert embedder.encoded == []  # no re-embedding: the vectors live in the database
+
+
+def test_model_change_rebuilds_vectors(store):
+    fill(store, 3)
+    index = StoreIndex(store)
+    index.refresh(HashEmbedder(dim=16))
+    other = HashEmbedder(dim=8, name="other-model")
+    report = index.refresh(other)
+    assert report.embedded == 3 and "embedder changed" in report.rebuilt_reason
+    assert index.vector_index().d == 8
+    assert index.status(other).stale == []
+
+
+def test_status_says_what_is_stale(store):
+    paths = fill(store, 2)
+    index = StoreIndex(store)
+    embedder = HashEmbedder()
+    index.refresh(embedder)
+    paths[0].write_text(paths[0].read_text() + "more\n")
+    write_memory(store.memory_dir, make_memory(body="brand new"))
+    paths[1].unlink()
+    stale = index.status(embedder).stale
+    assert sorted(s.split(":")[0] for s in stale) == ["changed", "deleted", "new"]
+
+
+def _refresh_in_process(folder: str, queue) -> None:
+    from tests.conftest import HashEmbedder as Embedder
+
+    index = StoreIndex(Store("repo", Path(folder)))
+    embedder = Embedder()
+    report = index.refresh(embedder)
+    queue.put(report.embedded)
+
+
+def test_two_concurrent_refreshes_are_serialised(store):
+    fill(store, 60)
+    queue = multiprocessing.get_context("spawn").Queue()
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_refresh_in_process, args=(str(store.memory_dir), queue)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    embedded = sorted(queue.get(timeout=5) for _ in workers)
+    # one process did the work under the lock; the other found nothing left to do
+    assert embedded == [0, 60]
+    index = StoreIndex(store)
+    assert len(index.memories()) == 60 and index.check() == []
+
+
+def test_unwritable_cache_folder_falls_back_to_memory(tmp_path, cli):
+    # A file where the cache folder should be (root ignores permission bits).
+    folder = tmp_path / "ro/.forge/memory"
+    folder.mkdir(parents=True)
+    write_memory(folder, make_memory(body="Use pnpm, not npm."))
+    (tmp_path / "ro/.forge/cache").write_text("not a folder")
+    result = cli("--repo-dir", str(folder), "recall", "pnpm", "--lexical-only", "--json")
+    assert result.code == 0, result.err
+    assert "working without a cache" in result.err
+    assert [r["content"] for r in result.json()["results"]] == ["Use pnpm, not npm."]
+
+
+def test_database_is_valid_sqlite_with_fts5(store):
+    fill(store, 2)
+    index = StoreIndex(store)
+    index.refresh(HashEmbedder())
+    db = sqlite3.connect(index.db_path)
+    assert db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'topic'").fetchone()[0] == 2
