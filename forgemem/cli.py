@@ -560,37 +560,46 @@ def _refresh(engine, label: str = "embedding memories"):
         progress.close()
 
 
-def _print_hits(result, explain: bool) -> None:
-    if not result.hits:
+def _print_hits(hits: list[dict], explain: bool) -> None:
+    if not hits:
         out.print("no matching memories")
         return
-    for n, hit in enumerate(result.hits, start=1):
-        m = hit.memory
+    for n, hit in enumerate(hits, start=1):
         flags = ""
-        if not hit.graph.is_head(m.id):
-            flags += f" [yellow](superseded by {', '.join(x[:8] for x in hit.graph.superseded_by[m.id])})[/]"
-        if hit.conflicts:
+        if hit["superseded_by"]:
+            flags += f" [yellow](superseded by {', '.join(x[4:12] for x in hit['superseded_by'])})[/]"
+        if hit["conflicts"]:
             flags += " [red]CONFLICT[/]"
         out.print(
-            f"[bold]{n:>2}. {m.short_id()}[/]  {_style_scope(m.scope)}  {m.category}  v{m.version}  "
-            f"[dim]score {hit.score:.3f}[/]{flags}"
+            f"[bold]{n:>2}. {hit['id'][4:12]}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "
+            f"v{hit['version']}  [dim]score {hit['score']:.3f}[/]{flags}"
         )
-        for line in m.body.splitlines() or [""]:
+        for line in hit["content"].splitlines() or [""]:
             out.print(f"    {escape(line)}")
-        if hit.via:
-            out.print(f"    [dim]via {escape(', '.join(s.describe() for s in hit.via))}[/]")
-        if hit.conflicts:
-            out.print(f"    [red]contradicted by {', '.join(hit.conflicts)}: resolve with a new version[/]")
+        if hit["via"] and not explain:
+            out.print(f"    [dim]via {escape(_describe_via(hit['via']))}[/]")
+        if hit["conflicts"]:
+            out.print(f"    [red]contradicted by {', '.join(hit['conflicts'])}: resolve it with a new version[/]")
         if explain:
-            e = hit.to_dict()["explain"]
+            e = hit["explain"]
+            lexical = f"bm25 {e['lexical_score']:.2f}" if e["lexical_score"] is not None else "no word match"
+            dense = f"cosine {e['dense_score']:.3f}" if e["dense_score"] is not None else "no vector"
             parts = [
-                f"lexical rank {e['lexical_rank'] or '-'} (bm25 {e['lexical_score'] if e['lexical_score'] is not None else '-'})",
-                f"dense rank {e['dense_rank'] or '-'} (cosine {e['dense_score'] if e['dense_score'] is not None else '-'})",
+                f"lexical rank {e['lexical_rank'] or '-'} ({lexical})",
+                f"dense rank {e['dense_rank'] or '-'} ({dense})",
                 f"fused {e['fused']:.3f}",
             ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()]
-            out.print(f"    [dim]why: {escape(hit.why())}[/]")
+            out.print(f"    [dim]why: {escape(e['why'])}[/]")
             out.print(f"    [dim]{escape(' · '.join(parts))}[/]")
-            out.print(f"    [dim]{m.path}[/]")
+            out.print(f"    [dim]{escape(hit['path'] or '')}[/]")
+
+
+def _describe_via(via: list[dict]) -> str:
+    return ", ".join(
+        f"{s['from'][4:12]} <-{s['relationship']}- {s['to'][4:12]}" if s["reverse"]
+        else f"{s['from'][4:12]} -{s['relationship']}-> {s['to'][4:12]}"
+        for s in via
+    )
 
 
 def _read_queries(source: str) -> list[dict]:
@@ -624,8 +633,6 @@ def recall(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Find the memories that matter for a question (hybrid lexical + semantic search)."""
-    from .recall import Query
-
     if scope not in ("repo", "user", "all"):
         raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
     if category and category not in CATEGORIES:
@@ -637,27 +644,46 @@ def recall(
         k=k or config.retrieval_top_k,
         scope=None if scope == "all" else scope,
         category=category,
-        tags=tuple(tag),
+        tags=list(tag),
         hops=config.retrieval_hop_depth if hops is None else hops,
         history=history,
     )
-    engine = _engine(use_embeddings=not lexical_only)
+    from . import server
+
     batch = _read_queries(queries) if queries is not None else None
-    _refresh(engine)
-    for message in state.workspace().warnings:
-        warn(message)
-    if engine.lexical_only_reason and not lexical_only:
-        warn(f"lexical search only: {engine.lexical_only_reason}")
+    items = batch if batch is not None else [{"id": None, "query": query}]
+    ws = state.workspace()
+    request = {
+        "op": "recall",
+        "stores": {scope: str(store.memory_dir) for scope, store in ws.stores.items()},
+        "use_embeddings": not lexical_only,
+        "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"])} for item in items],
+    }
+    # A running server answers in milliseconds; otherwise do the work here (with a
+    # progress bar for a long first build) and start a server for the next call.
+    answer = server.ask(request) if batch is None else None
+    if answer is None:
+        engines = server.Engines(on_notice=warn)
+        _refresh(engines.get(request["stores"], request["use_embeddings"]))
+        answer = server.handle(request, engines)
+        if batch is None:
+            server.start_in_background()
+    if not answer["ok"]:
+        raise ForgememError(answer["error"])
+    for note in answer["notes"]:
+        warn(note)
     if batch is not None:
-        for item in batch:
-            result = engine.recall(Query(text=item["query"], **{**base, "k": item.get("k", base["k"])}), refresh=False)
-            sys.stdout.write(json.dumps({"id": item.get("id"), "results": result.to_dicts()}, ensure_ascii=False) + "\n")
+        for item, hits in zip(batch, answer["results"]):
+            sys.stdout.write(json.dumps({"id": item.get("id"), "results": hits}, ensure_ascii=False) + "\n")
         return
-    result = engine.recall(Query(text=query, **base), refresh=False)
+    hits = answer["results"][0]
     if as_json:
-        emit_json({"query": query, "lexical_only": result.lexical_only, "notes": result.notes, "results": result.to_dicts()})
+        emit_json({
+            "query": query, "lexical_only": answer["lexical_only"], "notes": answer["notes"],
+            "served_by": answer.get("served_by"), "results": hits,
+        })
         return
-    _print_hits(result, explain)
+    _print_hits(hits, explain)
 
 
 @app.command()
@@ -728,6 +754,26 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
             out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
     if not all(r["ok_after"] for r in results.values()):
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command()
+def serve(
+    idle_timeout: float = typer.Option(900, "--idle-timeout", help="Exit after this many seconds without a request."),
+    stop_: bool = typer.Option(False, "--stop", help="Stop the running server."),
+    status: bool = typer.Option(False, "--status", help="Say whether a server is running."),
+) -> None:
+    """Run the recall server (recall starts one by itself; FORGEMEM_SERVER=off turns that off)."""
+    from . import server
+
+    if stop_:
+        out.print("stopped the recall server" if server.stop() else "no recall server was running")
+        return
+    if status:
+        answer = server.ask({"op": "ping", "stores": {}, "queries": []}, timeout=2.0)
+        running = answer is not None
+        out.print(f"recall server {'running' if running else 'not running'} at {server.socket_path()}")
+        raise typer.Exit(0 if running else EXIT_PROBLEMS)
+    server.serve(idle_timeout=idle_timeout)
 
 
 # ------------------------------------------------------------------ entry point

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable
-
-import networkx as nx
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterable
 
 from .model import EDGE_TYPES, Memory
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 SUPERSEDES = "supersedes"
 CONTRADICTS = "contradicts"
@@ -48,24 +50,38 @@ class MemoryGraph:
         self.memories: dict[str, Memory] = {}
         for memory in memories:
             self.memories.setdefault(memory.id, memory)
-        self.graph = nx.MultiDiGraph()
-        self.graph.add_nodes_from(self.memories)
         self.dangling: list[Edge] = []
+        #: every edge whose target exists
+        self.edges: list[Edge] = []
         #: old id -> ids that supersede it
         self.superseded_by: dict[str, list[str]] = {}
-        edges = []
+        self._out: dict[str, list[Edge]] = {}
+        self._in: dict[str, list[Edge]] = {}
         for memory in self.memories.values():
             for target in memory.supersedes:
-                edges.append(Edge(memory.id, target, SUPERSEDES))
+                self._add(Edge(memory.id, target, SUPERSEDES))
             for relation in memory.related:
-                edges.append(Edge(memory.id, relation.id, relation.relationship))
-        for edge in edges:
-            if edge.target not in self.memories:
-                self.dangling.append(edge)
-                continue
-            self.graph.add_edge(edge.source, edge.target, key=edge.type)
-            if edge.type == SUPERSEDES:
-                self.superseded_by.setdefault(edge.target, []).append(edge.source)
+                self._add(Edge(memory.id, relation.id, relation.relationship))
+
+    def _add(self, edge: Edge) -> None:
+        if edge.target not in self.memories:
+            self.dangling.append(edge)
+            return
+        self.edges.append(edge)
+        self._out.setdefault(edge.source, []).append(edge)
+        self._in.setdefault(edge.target, []).append(edge)
+        if edge.type == SUPERSEDES:
+            self.superseded_by.setdefault(edge.target, []).append(edge.source)
+
+    @cached_property
+    def graph(self) -> "nx.MultiDiGraph":
+        """The same graph as a networkx MultiDiGraph (edge key = edge type)."""
+        import networkx as nx
+
+        graph = nx.MultiDiGraph()
+        graph.add_nodes_from(self.memories)
+        graph.add_edges_from((e.source, e.target, e.type) for e in self.edges)
+        return graph
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self.memories
@@ -141,6 +157,8 @@ class MemoryGraph:
 
     def cycles(self) -> list[list[str]]:
         """Groups of memories that supersede each other in a loop."""
+        import networkx as nx
+
         sub = nx.DiGraph()
         for old, newer in self.superseded_by.items():
             for new in newer:
@@ -151,14 +169,12 @@ class MemoryGraph:
 
     def contradictions(self, unresolved_only: bool = True) -> list[Edge]:
         """`contradicts` edges; unresolved ones join two heads (no newer version settled it)."""
-        found = []
-        for source, target, kind in self.graph.edges(keys=True):
-            if kind != CONTRADICTS:
-                continue
-            if unresolved_only and not (self.is_head(source) and self.is_head(target)):
-                continue
-            found.append(Edge(source, target, kind))
-        return found
+        return [
+            e
+            for e in self.edges
+            if e.type == CONTRADICTS
+            and (not unresolved_only or (self.is_head(e.source) and self.is_head(e.target)))
+        ]
 
     # ------------------------------------------------------------ neighbours
 
@@ -181,13 +197,10 @@ class MemoryGraph:
         return paths
 
     def _steps(self, node: str, allowed: set[str]) -> list[Step]:
-        steps = []
-        for _, target, kind in self.graph.out_edges(node, keys=True):
-            if kind in allowed:
-                steps.append(Step(node, kind, target))
-        for source, _, kind in self.graph.in_edges(node, keys=True):
-            if kind in allowed:
-                steps.append(Step(node, kind, source, reverse=True))
+        steps = [Step(node, e.type, e.target) for e in self._out.get(node, ()) if e.type in allowed]
+        steps += [
+            Step(node, e.type, e.source, reverse=True) for e in self._in.get(node, ()) if e.type in allowed
+        ]
         return steps
 
     def to_json(self, ids: Iterable[str] | None = None) -> dict:
@@ -206,8 +219,8 @@ class MemoryGraph:
                 for i in nodes
             ],
             "edges": [
-                {"source": s, "target": t, "type": k}
-                for s, t, k in self.graph.edges(keys=True)
-                if s in keep and t in keep
+                {"source": e.source, "target": e.target, "type": e.type}
+                for e in self.edges
+                if e.source in keep and e.target in keep
             ],
         }

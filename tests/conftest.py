@@ -27,6 +27,8 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("FORGEMEM_USER_DIR", str(home / ".forge" / "memory"))
     monkeypatch.delenv("FORGEMEM_REPO_DIR", raising=False)
+    # No background recall servers from tests (tests/test_server.py runs its own).
+    monkeypatch.setenv("FORGEMEM_SERVER", "off")
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
