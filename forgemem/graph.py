@@ -167,6 +167,20 @@ class MemoryGraph:
         loops += [[n] for n in sub.nodes if sub.has_edge(n, n)]
         return sorted(loops)
 
+    @cached_property
+    def newest_timestamp(self) -> float:
+        """When the newest memory was written (POSIX seconds); 0 for an empty graph."""
+        return max((m.created_at.timestamp() for m in self.memories.values()), default=0.0)
+
+    @cached_property
+    def conflicts(self) -> dict[str, list[str]]:
+        """Memory id -> the ids it is in an unresolved contradiction with."""
+        pairs: dict[str, list[str]] = {}
+        for edge in self.contradictions():
+            pairs.setdefault(edge.source, []).append(edge.target)
+            pairs.setdefault(edge.target, []).append(edge.source)
+        return {k: sorted(v) for k, v in pairs.items()}
+
     def contradictions(self, unresolved_only: bool = True) -> list[Edge]:
         """`contradicts` edges; unresolved ones join two heads (no newer version settled it)."""
         return [

@@ -8,7 +8,9 @@ holds its own `.gitignore`):
       meta                 schema version, memory folder, embedder id and dimension, generation
       files                every file: relative path, mtime_ns, size, sha256, its problems
       memories             every memory that parsed: id, parsed record (front matter + text),
-                           hash of the embedded text, its vector (float32) for `meta.embedder`
+                           hash of the embedded text
+      vectors              each memory's vector (float32) from `meta.embedder`, kept apart
+                           so reading records never pages through vectors
       fts                  FTS5 over the memory text (porter stemming, unicode61)
     <scope>-<generation>.faiss
                            the vectors as a FAISS IndexIDMap2(IndexFlatIP), ids = memories.rowid;
@@ -40,7 +42,7 @@ from .memfile import front_matter
 from .model import Memory, Relation, format_timestamp
 from .store import Store
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 EMBED_CHUNK = 256
 
 #: Words dropped from queries before lexical search (they match everything).
@@ -213,7 +215,8 @@ class StoreIndex:
                 sha256 TEXT NOT NULL, problems TEXT);
             CREATE TABLE IF NOT EXISTS memories(
                 rowid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, id TEXT NOT NULL,
-                record TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB);
+                record TEXT NOT NULL, text_hash TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 text, tokenize='porter unicode61 remove_diacritics 2');
             """
@@ -258,16 +261,7 @@ class StoreIndex:
 
     def scan(self) -> dict[str, tuple[int, int]]:
         """Relative path -> (mtime_ns, size) of every memory file, from stat alone."""
-        result = {}
-        base = self.store.memory_dir
-        prefix = len(str(base)) + 1
-        for path in self.store.files():
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            result[str(path)[prefix:]] = (st.st_mtime_ns, st.st_size)
-        return result
+        return self.store.stat_files()
 
     def _known(self) -> dict[str, tuple[int, int, str]]:
         return {
@@ -283,7 +277,9 @@ class StoreIndex:
             if current is None:
                 return "no vectors yet"
             return f"embedder changed ({current} -> {embedder.id})"
-        missing = self.db.execute("SELECT count(*) FROM memories WHERE vector IS NULL").fetchone()[0]
+        missing = self.db.execute(
+            "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid)"
+        ).fetchone()[0]
         return f"{missing} memories without vectors" if missing else None
 
     def stale(self, embedder=None) -> tuple[list[str], list[str], list[str], str | None]:
@@ -389,6 +385,7 @@ class StoreIndex:
         row = self.db.execute("SELECT rowid FROM memories WHERE path = ?", (rel,)).fetchone()
         if row:
             self.db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
+            self.db.execute("DELETE FROM vectors WHERE rowid = ?", (row[0],))
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
 
     def _upsert_memory(self, rel: str, memory: Memory) -> None:
@@ -398,7 +395,7 @@ class StoreIndex:
         record = to_record(memory)
         if row is None:
             cursor = self.db.execute(
-                "INSERT INTO memories(path, id, record, text_hash, vector) VALUES (?, ?, ?, ?, NULL)",
+                "INSERT INTO memories(path, id, record, text_hash) VALUES (?, ?, ?, ?)",
                 (rel, memory.id, record, text_hash),
             )
             self.db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
@@ -408,9 +405,10 @@ class StoreIndex:
             self.db.execute("UPDATE memories SET id = ?, record = ? WHERE rowid = ?", (memory.id, record, rowid))
             return
         self.db.execute(
-            "UPDATE memories SET id = ?, record = ?, text_hash = ?, vector = NULL WHERE rowid = ?",
+            "UPDATE memories SET id = ?, record = ?, text_hash = ? WHERE rowid = ?",
             (memory.id, record, text_hash, rowid),
         )
+        self.db.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
         self.db.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
         self.db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rowid, text))
 
@@ -420,12 +418,13 @@ class StoreIndex:
         db = self.db
         if self._meta(db, "embedder") != embedder.id or self._meta(db, "dim") != str(embedder.dim):
             db.execute("BEGIN IMMEDIATE")
-            db.execute("UPDATE memories SET vector = NULL")
+            db.execute("DELETE FROM vectors")
             self._set_meta(db, "embedder", embedder.id)
             self._set_meta(db, "dim", str(embedder.dim))
             db.execute("COMMIT")
         todo = db.execute(
-            "SELECT m.rowid, f.text FROM memories m JOIN fts f ON f.rowid = m.rowid WHERE m.vector IS NULL"
+            "SELECT m.rowid, f.text FROM memories m JOIN fts f ON f.rowid = m.rowid "
+            "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid)"
         ).fetchall()
         total = len(todo)
         if progress:
@@ -435,8 +434,8 @@ class StoreIndex:
             vectors = np.ascontiguousarray(embedder.encode([text for _, text in chunk]), dtype=np.float32)
             db.execute("BEGIN IMMEDIATE")
             db.executemany(
-                "UPDATE memories SET vector = ? WHERE rowid = ?",
-                [(vectors[i].tobytes(), rowid) for i, (rowid, _) in enumerate(chunk)],
+                "INSERT OR REPLACE INTO vectors(rowid, vector) VALUES (?, ?)",
+                [(rowid, vectors[i].tobytes()) for i, (rowid, _) in enumerate(chunk)],
             )
             db.execute("COMMIT")
             report.embedded += len(chunk)
@@ -507,7 +506,7 @@ class StoreIndex:
         import numpy as np
 
         dim = self._meta(self.db, "dim")
-        rows = self.db.execute("SELECT rowid, vector FROM memories WHERE vector IS NOT NULL").fetchall()
+        rows = self.db.execute("SELECT rowid, vector FROM vectors").fetchall()
         if not rows or dim is None:
             return None
         matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), int(dim))
@@ -527,7 +526,7 @@ class StoreIndex:
             database=str(self.db_path) if not self.in_memory else ":memory:",
             files=len(known),
             memories=self.db.execute("SELECT count(*) FROM memories").fetchone()[0],
-            vectors=self.db.execute("SELECT count(*) FROM memories WHERE vector IS NOT NULL").fetchone()[0],
+            vectors=self.db.execute("SELECT count(*) FROM vectors").fetchone()[0],
             embedder=self._meta(self.db, "embedder"),
             stale=stale,
         )
@@ -559,7 +558,7 @@ class StoreIndex:
         fts = self.db.execute("SELECT count(*) FROM fts").fetchone()[0]
         if fts != memories:
             found.append(f"lexical index holds {fts} entries for {memories} memories")
-        vectors = self.db.execute("SELECT count(*) FROM memories WHERE vector IS NOT NULL").fetchone()[0]
+        vectors = self.db.execute("SELECT count(*) FROM vectors").fetchone()[0]
         if vectors:
             index = self.vector_index()
             total = index.ntotal if index is not None else 0

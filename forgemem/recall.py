@@ -182,7 +182,7 @@ def priors(memory: Memory, newest: float) -> dict[str, float]:
 
 def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_priors: bool = True) -> list[Hit]:
     """Resolve candidates to heads, apply filters and priors, expand neighbours, cut to k."""
-    newest = max((m.created_at.timestamp() for m in graph.memories.values()), default=0.0)
+    newest = graph.newest_timestamp
     best: dict[str, Hit] = {}
     for c in candidates:
         targets = [c.memory.id] if query.history else graph.head_of(c.memory.id)
@@ -223,12 +223,8 @@ def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_prio
         ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
 
     # Unresolved contradictions are never dropped: the other side sits right after the hit.
-    contradictions = graph.contradictions()
-    if contradictions:
-        pairs: dict[str, list[str]] = {}
-        for edge in contradictions:
-            pairs.setdefault(edge.source, []).append(edge.target)
-            pairs.setdefault(edge.target, []).append(edge.source)
+    pairs = graph.conflicts
+    if pairs:
         shown = {h.id for h in ranked}
         result: list[Hit] = []
         for hit in ranked:

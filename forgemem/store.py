@@ -8,6 +8,7 @@ beside it (`<parent>/cache/`), never inside it.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,24 +46,37 @@ class Store:
 
     def files(self) -> list[Path]:
         """Every memory file in the store, sorted, hidden names skipped."""
+        return [self.memory_dir / rel for rel in sorted(self.stat_files())]
+
+    def stat_files(self) -> dict[str, tuple[int, int]]:
+        """Every memory file's path relative to the store -> (mtime_ns, size).
+
+        Plain strings and `os.scandir` throughout: this runs before every recall.
+        """
+        found: dict[str, tuple[int, int]] = {}
         if not self.exists():
-            return []
-        found: list[Path] = []
-        stack = [str(self.memory_dir)]
+            return found
+        stack = [("", str(self.memory_dir))]
         while stack:
-            folder = stack.pop()
+            prefix, folder = stack.pop()
             try:
                 entries = list(os.scandir(folder))
             except OSError:
                 continue
             for entry in entries:
-                if entry.name.startswith("."):
+                name = entry.name
+                if name[0] == ".":
                     continue
+                if name.endswith(SUFFIX):
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode):
+                        found[prefix + name] = (st.st_mtime_ns, st.st_size)
+                        continue
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.name.endswith(SUFFIX) and entry.is_file():
-                    found.append(Path(entry.path))
-        found.sort()
+                    stack.append((f"{prefix}{name}/", entry.path))
         return found
 
     def read(self, path: Path, data: bytes | None = None) -> tuple[Memory | None, list[Problem]]:
