@@ -9,6 +9,8 @@ The CLI's batch mode and the recall server keep one engine for their lifetime.
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,6 +21,10 @@ from .index import RefreshReport, StoreIndex
 from .model import Memory
 from .recall import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
 from .workspace import Snapshot, Workspace
+
+#: With a watcher, a full stat-based check still runs at least this often, in
+#: case the file system dropped an event (network file systems, overflow).
+FULL_CHECK_SECONDS = 30.0
 
 
 @dataclass
@@ -48,6 +54,9 @@ class RecallEngine:
         self._snapshot: Snapshot | None = None
         self._generations: dict[str, int] = {}
         self._rows: dict[tuple[str, int], Memory] = {}
+        self._problems: dict[str, list] = {}
+        self._watcher: StoreWatcher | None = None
+        self._last_full_check = 0.0
 
     # ------------------------------------------------------------ parts
 
@@ -76,28 +85,62 @@ class RecallEngine:
     # ------------------------------------------------------------ refresh
 
     def refresh(self, progress=None, embed: bool = True) -> dict[str, RefreshReport]:
-        """Bring every store's cache up to date; reload the snapshot if anything moved."""
+        """Bring every store's cache up to date; update the snapshot if anything moved."""
         embedder = self.embedder if embed else None
         reports = {}
         for scope, index in self.indexes().items():
             reports[scope] = index.refresh(embedder, progress=progress)
         generations = {scope: index.generation() for scope, index in self.indexes().items()}
-        if self._snapshot is None or generations != self._generations:
+        if self._snapshot is None or set(generations) != set(self._generations):
             self._load_snapshot()
-            self._generations = generations
+        elif generations != self._generations:
+            self._update_snapshot(generations)
+        self._generations = generations
         return reports
 
+    def watch(self) -> None:
+        """Watch the memory folders (watchdog) so `refresh_if_changed` can skip the stat walk."""
+        folders = [s.memory_dir for s in self.workspace.stores.values()]
+        self._watcher = StoreWatcher(folders)
+
+    def refresh_if_changed(self) -> None:
+        """Refresh unless a watcher has seen no change since the last full check."""
+        watcher = self._watcher
+        now = time.monotonic()
+        if watcher is not None and not watcher.changed() and now - self._last_full_check < FULL_CHECK_SECONDS:
+            return
+        if watcher is not None:
+            watcher.reset()
+        self.refresh()
+        self._last_full_check = now
+
     def _load_snapshot(self) -> None:
-        rows: dict[tuple[str, int], Memory] = {}
-        memories: list[Memory] = []
-        problems = []
+        self._rows = {}
+        self._problems = {}
         for scope, index in self.indexes().items():
             for rowid, memory in index.memories():
-                rows[(scope, rowid)] = memory
-                memories.append(memory)
-            problems.extend(index.problems())
-        self._snapshot = self.workspace.assemble(memories, problems)
-        self._rows = rows
+                self._rows[(scope, rowid)] = memory
+            self._problems[scope] = index.problems()
+        self._assemble()
+
+    def _update_snapshot(self, generations: dict[str, int]) -> None:
+        """Apply only the rows written since the generation last seen (by any process)."""
+        for scope, index in self.indexes().items():
+            if generations[scope] == self._generations.get(scope):
+                continue
+            changed, deleted = index.changes_since(self._generations[scope])
+            for rowid in deleted:
+                self._rows.pop((scope, rowid), None)
+            for rowid, memory in changed:
+                self._rows[(scope, rowid)] = memory
+            self._problems[scope] = index.problems()
+        self._assemble()
+
+    def _assemble(self) -> None:
+        order = {"repo": 0, "user": 1}
+        keys = sorted(self._rows, key=lambda k: (order.get(k[0], 2), str(self._rows[k].path)))
+        problems = [p for scope in sorted(self._problems, key=lambda s: order.get(s, 2)) for p in self._problems[scope]]
+        self._snapshot = self.workspace.assemble([self._rows[k] for k in keys], problems)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -174,3 +217,37 @@ def _rank_lexical_across_scopes(candidates: dict[tuple[str, int], Candidate]) ->
     dense = sorted((c for c in candidates.values() if c.dense_rank is not None), key=lambda c: -c.dense_score)
     for rank_, c in enumerate(dense, start=1):
         c.dense_rank = rank_
+
+
+class StoreWatcher:
+    """Notes any file-system event under the memory folders (watchdog, inotify on Linux)."""
+
+    def __init__(self, folders: list[Path]):
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        self._dirty = threading.Event()
+        self._dirty.set()
+        self.folders = folders
+        self.watched = {f for f in folders if f.is_dir()}
+        watcher = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event):
+                watcher._dirty.set()
+
+        self.observer = Observer()
+        self.observer.daemon = True
+        for folder in self.watched:
+            self.observer.schedule(Handler(), str(folder), recursive=True)
+        self.observer.start()
+
+    def changed(self) -> bool:
+        # A store folder that appeared (or vanished) since we started counts as a change.
+        return self._dirty.is_set() or {f for f in self.folders if f.is_dir()} != self.watched
+
+    def reset(self) -> None:
+        self._dirty.clear()
+
+    def stop(self) -> None:
+        self.observer.stop()

@@ -11,6 +11,10 @@ holds its own `.gitignore`):
                            hash of the embedded text
       vectors              each memory's vector (float32) from `meta.embedder`, kept apart
                            so reading records never pages through vectors
+      tombstones           rows deleted, by generation
+    Every write stamps its rows with the generation it creates, so a long-lived
+    reader (the recall server) applies only what changed since the generation it
+    last saw, whichever process wrote it.
       fts                  FTS5 over the memory text (porter stemming, unicode61)
     <scope>-<generation>.faiss
                            the vectors as a FAISS IndexIDMap2(IndexFlatIP), ids = memories.rowid;
@@ -42,7 +46,7 @@ from .memfile import front_matter
 from .model import Memory, Relation, format_timestamp
 from .store import Store
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 EMBED_CHUNK = 256
 
 #: Words dropped from queries before lexical search (they match everything).
@@ -170,6 +174,8 @@ class StoreIndex:
         self._db: sqlite3.Connection | None = None
         self._faiss = None
         self._faiss_generation: int | None = None
+        self._faiss_epoch: str | None = None
+        self._gen = 0  # the generation a refresh in progress stamps its rows with
 
     # ------------------------------------------------------------ database
 
@@ -214,9 +220,14 @@ class StoreIndex:
                 path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
                 sha256 TEXT NOT NULL, problems TEXT);
             CREATE TABLE IF NOT EXISTS memories(
-                rowid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, id TEXT NOT NULL,
-                record TEXT NOT NULL, text_hash TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+                rowid INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT UNIQUE NOT NULL, id TEXT NOT NULL,
+                record TEXT NOT NULL, text_hash TEXT NOT NULL, gen INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS memories_gen ON memories(gen);
+            CREATE TABLE IF NOT EXISTS vectors(
+                rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL, gen INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS vectors_gen ON vectors(gen);
+            CREATE TABLE IF NOT EXISTS tombstones(rowid INTEGER PRIMARY KEY, gen INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 text, tokenize='porter unicode61 remove_diacritics 2');
             """
@@ -226,6 +237,7 @@ class StoreIndex:
             self._set_meta(db, "schema", SCHEMA_VERSION)
             self._set_meta(db, "memory_dir", str(self.store.memory_dir))
             self._set_meta(db, "generation", "0")
+            self._set_meta(db, "vectors_epoch", "0")
             db.execute("COMMIT")
 
     @staticmethod
@@ -309,6 +321,7 @@ class StoreIndex:
             # Another process may have refreshed while we waited for the lock.
             changed, deleted, scanned, vector_reason = self.stale(embedder)
             report.files = len(scanned)
+            self._gen = self.generation() + 1
             if changed or deleted:
                 self._apply_files(changed, deleted, report)
             vector_reason = self._needs_vectors(embedder)
@@ -319,7 +332,7 @@ class StoreIndex:
                 self._embed(embedder, progress, report)
             if not report.unchanged:
                 self.db.execute("BEGIN IMMEDIATE")
-                self._set_meta(self.db, "generation", str(self.generation() + 1))
+                self._set_meta(self.db, "generation", str(self._gen))
                 self.db.execute("COMMIT")
         return report
 
@@ -387,6 +400,7 @@ class StoreIndex:
             self.db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
             self.db.execute("DELETE FROM vectors WHERE rowid = ?", (row[0],))
             self.db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
+            self.db.execute("INSERT OR REPLACE INTO tombstones(rowid, gen) VALUES (?, ?)", (row[0], self._gen))
 
     def _upsert_memory(self, rel: str, memory: Memory) -> None:
         text = embed_text(memory)
@@ -395,18 +409,20 @@ class StoreIndex:
         record = to_record(memory)
         if row is None:
             cursor = self.db.execute(
-                "INSERT INTO memories(path, id, record, text_hash) VALUES (?, ?, ?, ?)",
-                (rel, memory.id, record, text_hash),
+                "INSERT INTO memories(path, id, record, text_hash, gen) VALUES (?, ?, ?, ?, ?)",
+                (rel, memory.id, record, text_hash, self._gen),
             )
             self.db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
             return
         rowid, old_hash = row
         if old_hash == text_hash:  # front matter changed only: keep the vector
-            self.db.execute("UPDATE memories SET id = ?, record = ? WHERE rowid = ?", (memory.id, record, rowid))
+            self.db.execute(
+                "UPDATE memories SET id = ?, record = ?, gen = ? WHERE rowid = ?", (memory.id, record, self._gen, rowid)
+            )
             return
         self.db.execute(
-            "UPDATE memories SET id = ?, record = ?, text_hash = ? WHERE rowid = ?",
-            (memory.id, record, text_hash, rowid),
+            "UPDATE memories SET id = ?, record = ?, text_hash = ?, gen = ? WHERE rowid = ?",
+            (memory.id, record, text_hash, self._gen, rowid),
         )
         self.db.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
         self.db.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
@@ -419,6 +435,7 @@ class StoreIndex:
         if self._meta(db, "embedder") != embedder.id or self._meta(db, "dim") != str(embedder.dim):
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM vectors")
+            self._set_meta(db, "vectors_epoch", str(int(self._meta(db, "vectors_epoch") or 0) + 1))
             self._set_meta(db, "embedder", embedder.id)
             self._set_meta(db, "dim", str(embedder.dim))
             db.execute("COMMIT")
@@ -434,8 +451,8 @@ class StoreIndex:
             vectors = np.ascontiguousarray(embedder.encode([text for _, text in chunk]), dtype=np.float32)
             db.execute("BEGIN IMMEDIATE")
             db.executemany(
-                "INSERT OR REPLACE INTO vectors(rowid, vector) VALUES (?, ?)",
-                [(rowid, vectors[i].tobytes()) for i, (rowid, _) in enumerate(chunk)],
+                "INSERT OR REPLACE INTO vectors(rowid, vector, gen) VALUES (?, ?, ?)",
+                [(rowid, vectors[i].tobytes(), self._gen) for i, (rowid, _) in enumerate(chunk)],
             )
             db.execute("COMMIT")
             report.embedded += len(chunk)
@@ -450,6 +467,18 @@ class StoreIndex:
             (rowid, from_record(record, base / path))
             for rowid, path, record in self.db.execute("SELECT rowid, path, record FROM memories ORDER BY path")
         ]
+
+    def changes_since(self, generation: int) -> tuple[list[tuple[int, Memory]], set[int]]:
+        """Rows written after `generation` (to add or replace) and rows deleted since."""
+        base = self.store.memory_dir
+        changed = [
+            (rowid, from_record(record, base / path))
+            for rowid, path, record in self.db.execute(
+                "SELECT rowid, path, record FROM memories WHERE gen > ?", (generation,)
+            )
+        ]
+        deleted = {r for (r,) in self.db.execute("SELECT rowid FROM tombstones WHERE gen > ?", (generation,))}
+        return changed, deleted
 
     def problems(self) -> list[Problem]:
         base = self.store.memory_dir
@@ -476,9 +505,18 @@ class StoreIndex:
         ]
 
     def vector_index(self):
-        """The FAISS index of this store's vectors (None when there are none)."""
+        """The FAISS index of this store's vectors (None when there are none).
+
+        Kept in memory between calls; when the generation moved, only the rows
+        written since are removed and added again (unless the model changed).
+        """
         generation = self.generation()
         if self._faiss is not None and self._faiss_generation == generation:
+            return self._faiss
+        epoch = self._meta(self.db, "vectors_epoch")
+        if self._faiss is not None and self._faiss_epoch == epoch and self._faiss_generation is not None:
+            self._update_faiss(self._faiss_generation)
+            self._faiss_generation = generation
             return self._faiss
         import faiss
 
@@ -498,8 +536,25 @@ class StoreIndex:
                 for old in self.folder.glob(f"{self.scope}-*.faiss"):
                     if old != path:
                         old.unlink(missing_ok=True)
-        self._faiss, self._faiss_generation = index, generation
+        self._faiss, self._faiss_generation, self._faiss_epoch = index, generation, epoch
         return index
+
+    def _update_faiss(self, since: int) -> None:
+        import numpy as np
+
+        touched = {r for (r,) in self.db.execute("SELECT rowid FROM memories WHERE gen > ?", (since,))}
+        touched |= {r for (r,) in self.db.execute("SELECT rowid FROM tombstones WHERE gen > ?", (since,))}
+        touched |= {r for (r,) in self.db.execute("SELECT rowid FROM vectors WHERE gen > ?", (since,))}
+        if not touched:
+            return
+        ids = np.array(sorted(touched), dtype=np.int64)
+        self._faiss.remove_ids(ids)
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(f"SELECT rowid, vector FROM vectors WHERE rowid IN ({marks})", ids.tolist()).fetchall()
+        if rows:
+            dim = self._faiss.d
+            matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), dim)
+            self._faiss.add_with_ids(matrix, np.array([r for r, _ in rows], dtype=np.int64))
 
     def _build_faiss(self):
         import faiss

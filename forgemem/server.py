@@ -4,9 +4,9 @@ Start-up is the product: an agent hook runs `forgemem recall` on every prompt,
 and importing numpy, FAISS and ONNX Runtime and loading the model costs about
 half a second per process. So `forgemem recall` first asks a long-lived local
 server over a Unix socket (`~/.forge/cache/recall-server.sock`); the server
-holds one recall engine per pair of stores, refreshes it from the files before
-every answer (a stat of each file when nothing changed), and answers in
-milliseconds. When no server answers, the CLI does the work in-process (the
+holds one recall engine per pair of stores, watches their folders (watchdog),
+refreshes from the files before an answer whenever anything changed there (and
+at least every 30 s regardless), and answers in milliseconds. When no server answers, the CLI does the work in-process (the
 same `handle` function) and starts a server in the background for the next
 call. It exits by itself after `--idle-timeout` seconds without a request.
 
@@ -55,10 +55,11 @@ def enabled() -> bool:
 class Engines:
     """Recall engines by store pair, sharing one embedder per model."""
 
-    def __init__(self, on_notice=None):
+    def __init__(self, on_notice=None, watch: bool = False):
         self.engines: dict[tuple, object] = {}
         self.embedders: dict[str, object] = {}
         self.notice = on_notice
+        self.watch = watch
 
     def get(self, stores: dict[str, str], use_embeddings: bool):
         from .embedding import EmbeddingUnavailable, load_embedder
@@ -82,6 +83,8 @@ class Engines:
                         self.embedders[model] = None
                 embedder = self.embedders[model]
             engine = RecallEngine(workspace, use_embeddings=use_embeddings, embedder=embedder)
+            if self.watch:
+                engine.watch()
             self.engines[key] = engine
         return engine
 
@@ -95,7 +98,7 @@ def handle(request: dict, engines: Engines) -> dict:
         if request.get("op") != "recall":
             return {"ok": False, "error": f"unknown request {request.get('op')!r}"}
         engine = engines.get(request["stores"], request.get("use_embeddings", True))
-        engine.refresh()
+        engine.refresh_if_changed()
         answers = []
         notes: list[str] = list(engine.workspace.warnings)
         lexical_only = False
@@ -206,7 +209,7 @@ def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None) -> None:
     os.chmod(tmp, 0o600)
     listener.listen(16)
     os.replace(tmp, path)  # clients only ever see a socket that is listening
-    engines = Engines()
+    engines = Engines(watch=True)
     last = time.monotonic()
     if ready:
         ready()

@@ -234,3 +234,45 @@ def test_database_is_valid_sqlite_with_fts5(store):
     index.refresh(HashEmbedder())
     db = sqlite3.connect(index.db_path)
     assert db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'topic'").fetchone()[0] == 2
+
+
+def test_long_lived_engine_applies_changes_written_by_another_process(store):
+    """The recall server's engine only reads what changed since its last look."""
+    import numpy as np
+
+    from forgemem.engine import RecallEngine
+    from forgemem.recall import Query
+    from forgemem.workspace import Workspace
+
+    paths = fill(store, 6)
+    embedder = HashEmbedder()
+    user = store.memory_dir.parent / "no-user"
+
+    def engine():
+        return RecallEngine(Workspace.open(repo_dir=store.memory_dir, user_dir=user), embedder=embedder)
+
+    server = engine()
+    server.refresh()
+    server.recall(Query("topic", k=3))  # loads the FAISS index into memory
+    # Another process edits, adds and deletes, and refreshes the shared cache itself.
+    paths[1].write_text(paths[1].read_text().replace("Memory number 1", "Memory number one, rewritten"))
+    paths[2].unlink()
+    added = write_memory(store.memory_dir, make_memory(body="A brand new memory about kayaks."))
+    StoreIndex(store).refresh(embedder)
+
+    before = server.snapshot
+    server.refresh()
+    assert server.snapshot is not before
+    fresh = engine()
+    fresh.refresh()
+    assert sorted(m.id for m in server.snapshot.memories) == sorted(m.id for m in fresh.snapshot.memories)
+    assert memfile.read_file(added).id in server.snapshot.graph.memories
+    bodies = {m.body for m in server.snapshot.memories}
+    assert "Memory number one, rewritten about topic 1." in bodies and "Memory number 2 about topic 2." not in bodies
+    mine, theirs = server.indexes()["repo"].vector_index(), fresh.indexes()["repo"].vector_index()
+    assert mine.ntotal == theirs.ntotal == 6
+    ids = sorted(r for r, _ in fresh.indexes()["repo"].memories())
+    for rowid in ids:
+        assert np.array_equal(mine.reconstruct(rowid), theirs.reconstruct(rowid))
+    query = Query("kayaks topic rewritten", k=6)
+    assert [h.id for h in server.recall(query).hits] == [h.id for h in fresh.recall(query).hits]
