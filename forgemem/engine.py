@@ -84,12 +84,19 @@ class RecallEngine:
 
     # ------------------------------------------------------------ refresh
 
-    def refresh(self, progress=None, embed: bool = True) -> dict[str, RefreshReport]:
-        """Bring every store's cache up to date; update the snapshot if anything moved."""
+    def refresh(
+        self, progress=None, embed: bool = True, only: dict[str, list[str]] | None = None
+    ) -> dict[str, RefreshReport]:
+        """Bring every store's cache up to date; update the snapshot if anything moved.
+
+        `only` maps a scope to the files (relative to its store) known to have
+        changed; without it every file's mtime and size is checked.
+        """
         embedder = self.embedder if embed else None
         reports = {}
         for scope, index in self.indexes().items():
-            reports[scope] = index.refresh(embedder, progress=progress)
+            limit = None if only is None else only.get(scope, [])
+            reports[scope] = index.refresh(embedder, progress=progress, only=limit)
         generations = {scope: index.generation() for scope, index in self.indexes().items()}
         if self._snapshot is None or set(generations) != set(self._generations):
             self._load_snapshot()
@@ -104,15 +111,25 @@ class RecallEngine:
         self._watcher = StoreWatcher(folders)
 
     def refresh_if_changed(self) -> None:
-        """Refresh unless a watcher has seen no change since the last full check."""
+        """Refresh what the watcher saw change; a full check at least every FULL_CHECK_SECONDS."""
         watcher = self._watcher
         now = time.monotonic()
-        if watcher is not None and not watcher.changed() and now - self._last_full_check < FULL_CHECK_SECONDS:
+        if watcher is None or now - self._last_full_check >= FULL_CHECK_SECONDS:
+            if watcher is not None:
+                watcher.take()
+            self.refresh()
+            self._last_full_check = now
             return
-        if watcher is not None:
-            watcher.reset()
-        self.refresh()
-        self._last_full_check = now
+        full, paths = watcher.take()
+        if full:
+            self.refresh()
+            self._last_full_check = now
+        elif paths:
+            only: dict[str, list[str]] = {}
+            for scope, store in self.workspace.stores.items():
+                prefix = str(store.memory_dir) + "/"
+                only[scope] = [p[len(prefix):] for p in paths if p.startswith(prefix)]
+            self.refresh(only=only)
 
     def _load_snapshot(self) -> None:
         self._rows = {}
@@ -220,21 +237,35 @@ def _rank_lexical_across_scopes(candidates: dict[tuple[str, int], Candidate]) ->
 
 
 class StoreWatcher:
-    """Notes any file-system event under the memory folders (watchdog, inotify on Linux)."""
+    """Collects the files changed under the memory folders (watchdog: inotify on Linux).
+
+    `take()` returns (full, paths): `full` when something happened that a list
+    of files cannot describe (a folder created, moved or deleted; a store that
+    appeared or vanished), otherwise the absolute paths of the changed files.
+    """
 
     def __init__(self, folders: list[Path]):
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import DirModifiedEvent, FileSystemEventHandler
         from watchdog.observers import Observer
 
-        self._dirty = threading.Event()
-        self._dirty.set()
+        self._lock = threading.Lock()
+        self._full = True
+        self._paths: set[str] = set()
         self.folders = folders
         self.watched = {f for f in folders if f.is_dir()}
         watcher = self
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event):
-                watcher._dirty.set()
+                if isinstance(event, DirModifiedEvent) or event.event_type in ("opened", "closed_no_write"):
+                    return  # a folder's listing changed: the file events say how
+                with watcher._lock:
+                    if event.is_directory:
+                        watcher._full = True
+                        return
+                    watcher._paths.add(str(event.src_path))
+                    if getattr(event, "dest_path", ""):
+                        watcher._paths.add(str(event.dest_path))
 
         self.observer = Observer()
         self.observer.daemon = True
@@ -242,12 +273,13 @@ class StoreWatcher:
             self.observer.schedule(Handler(), str(folder), recursive=True)
         self.observer.start()
 
-    def changed(self) -> bool:
-        # A store folder that appeared (or vanished) since we started counts as a change.
-        return self._dirty.is_set() or {f for f in self.folders if f.is_dir()} != self.watched
-
-    def reset(self) -> None:
-        self._dirty.clear()
+    def take(self) -> tuple[bool, set[str]]:
+        with self._lock:
+            full, paths = self._full, self._paths
+            self._full, self._paths = False, set()
+        if {f for f in self.folders if f.is_dir()} != self.watched:
+            full = True
+        return full, paths
 
     def stop(self) -> None:
         self.observer.stop()

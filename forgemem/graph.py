@@ -157,12 +157,37 @@ class MemoryGraph:
 
     def cycles(self) -> list[list[str]]:
         """Groups of memories that supersede each other in a loop."""
+        # Peel off every memory with no newer or no older version: none of them can
+        # be on a loop, and in a healthy store that leaves nothing for networkx to do.
+        newer = {old: set(new) for old, new in self.superseded_by.items()}
+        older: dict[str, set[str]] = {}
+        for old, new in newer.items():
+            for n in new:
+                older.setdefault(n, set()).add(old)
+        queue = deque(set(newer) ^ set(older))
+        while queue:
+            node = queue.popleft()
+            for n in newer.pop(node, ()):
+                if node in older.get(n, ()):
+                    older[n].discard(node)
+                    if not older[n]:
+                        del older[n]
+                        queue.append(n)
+            for o in older.pop(node, ()):
+                if node in newer.get(o, ()):
+                    newer[o].discard(node)
+                    if not newer[o]:
+                        del newer[o]
+                        queue.append(o)
+        if not newer:
+            return []
         import networkx as nx
 
         sub = nx.DiGraph()
-        for old, newer in self.superseded_by.items():
-            for new in newer:
-                sub.add_edge(new, old)
+        for old, new in newer.items():
+            for n in new:
+                if n in older:
+                    sub.add_edge(n, old)
         loops = [sorted(c) for c in nx.strongly_connected_components(sub) if len(c) > 1]
         loops += [[n] for n in sub.nodes if sub.has_edge(n, n)]
         return sorted(loops)

@@ -302,33 +302,61 @@ class StoreIndex:
         deleted = [p for p in known if p not in scan]
         return changed, deleted, list(scan), self._needs_vectors(embedder)
 
-    def refresh(self, embedder=None, progress: ProgressFn | None = None) -> RefreshReport:
+    def refresh(
+        self, embedder=None, progress: ProgressFn | None = None, only: Iterable[str] | None = None
+    ) -> RefreshReport:
+        """Bring the cache up to date with the files.
+
+        `only` (paths relative to the store) limits the check to those files,
+        for a caller that knows what changed (the recall server's watcher).
+        """
         try:
-            return self._refresh(embedder, progress)
+            return self._refresh(embedder, progress, only)
         except sqlite3.DatabaseError:
             # A corrupt or truncated cache: throw it away and build it again.
             self.destroy()
-            report = self._refresh(embedder, progress)
+            report = self._refresh(embedder, progress, None)
             report.rebuilt_reason = "the cache was corrupt"
             return report
 
-    def _refresh(self, embedder, progress: ProgressFn | None) -> RefreshReport:
-        changed, deleted, scanned, vector_reason = self.stale(embedder)
-        report = RefreshReport(files=len(scanned), embedder=embedder.id if embedder else None)
+    def _scan_only(self, paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+        found = {}
+        for rel in paths:
+            if not rel.endswith(".md") or any(part.startswith(".") for part in rel.split("/")):
+                continue
+            try:
+                st = (self.store.memory_dir / rel).stat()
+            except OSError:
+                continue
+            found[rel] = (st.st_mtime_ns, st.st_size)
+        return found
+
+    def _refresh(self, embedder, progress: ProgressFn | None, only: Iterable[str] | None) -> RefreshReport:
+        known = self._known()
+        if only is None:
+            scan = self.scan()
+            deleted = [p for p in known if p not in scan]
+        else:
+            only = list(only)
+            scan = self._scan_only(only)
+            deleted = [p for p in only if p in known and p not in scan]
+        changed = [p for p, stat in scan.items() if known.get(p, (None, None))[:2] != stat]
+        vector_reason = self._needs_vectors(embedder)
+        report = RefreshReport(files=len(known) if only is not None else len(scan), embedder=embedder.id if embedder else None)
         if not changed and not deleted and not vector_reason:
             return report
         with self._lock():
-            # Another process may have refreshed while we waited for the lock.
-            changed, deleted, scanned, vector_reason = self.stale(embedder)
-            report.files = len(scanned)
+            # Another process may have applied some of this while we waited for the lock.
+            known = self._known()
+            changed = [p for p in changed if known.get(p, (None, None))[:2] != scan[p]]
+            deleted = [p for p in deleted if p in known]
             self._gen = self.generation() + 1
             if changed or deleted:
-                self._apply_files(changed, deleted, report)
+                self._apply_files(changed, deleted, known, report)
             vector_reason = self._needs_vectors(embedder)
             if vector_reason:
-                report.rebuilt_reason = report.rebuilt_reason or (
-                    vector_reason if vector_reason.startswith("embedder") else None
-                )
+                if vector_reason.startswith("embedder"):
+                    report.rebuilt_reason = vector_reason
                 self._embed(embedder, progress, report)
             if not report.unchanged:
                 self.db.execute("BEGIN IMMEDIATE")
@@ -345,9 +373,10 @@ class StoreIndex:
             return nullcontext()
         return FileLock(str(self.lock_path), timeout=120)
 
-    def _apply_files(self, changed: list[str], deleted: list[str], report: RefreshReport) -> None:
+    def _apply_files(
+        self, changed: list[str], deleted: list[str], known: dict[str, tuple[int, int, str]], report: RefreshReport
+    ) -> None:
         base = self.store.memory_dir
-        known = self._known()
         updates = []
         for rel in changed:
             path = base / rel

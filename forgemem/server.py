@@ -23,6 +23,7 @@ This module imports only the standard library until a request is handled.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -247,6 +248,11 @@ def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None) -> None:
                     conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
                 except OSError:
                     pass
+            # After answering, not before: collect garbage now and freeze what is left
+            # (the loaded snapshot), so later collections do not walk it mid-request.
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
     finally:
         listener.close()
         path.unlink(missing_ok=True)  # ours: the lock keeps other servers out

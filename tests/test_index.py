@@ -276,3 +276,62 @@ def test_long_lived_engine_applies_changes_written_by_another_process(store):
         assert np.array_equal(mine.reconstruct(rowid), theirs.reconstruct(rowid))
     query = Query("kayaks topic rewritten", k=6)
     assert [h.id for h in server.recall(query).hits] == [h.id for h in fresh.recall(query).hits]
+
+
+def test_watcher_limits_refresh_to_the_files_that_changed(store):
+    """The recall server's watcher: real watchdog events, only changed files re-read."""
+    from forgemem.engine import RecallEngine
+    from forgemem.workspace import Workspace
+
+    paths = fill(store, 4)
+    engine = RecallEngine(Workspace.open(repo_dir=store.memory_dir, user_dir=store.memory_dir.parent / "u"),
+                          embedder=HashEmbedder())
+    engine.watch()
+    try:
+        engine.refresh_if_changed()  # first call: full refresh
+        assert len(engine.snapshot.memories) == 4
+
+        def settle(predicate):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                engine.refresh_if_changed()
+                if predicate():
+                    return True
+                time.sleep(0.05)
+            return False
+
+        paths[0].write_text(paths[0].read_text().replace("Memory number 0", "Memory number zero"))
+        assert settle(lambda: any(m.body.startswith("Memory number zero") for m in engine.snapshot.memories))
+        new = write_memory(store.memory_dir, make_memory(body="Watched and found."))
+        assert settle(lambda: any(m.body == "Watched and found." for m in engine.snapshot.memories))
+        paths[1].unlink()
+        assert settle(lambda: len(engine.snapshot.memories) == 4)
+        # a folder moved away: a list of files cannot describe it, so a full refresh runs
+        (store.memory_dir / "project-conventions").rename(store.memory_dir.parent / "elsewhere")
+        assert settle(lambda: len(engine.snapshot.memories) == 0)
+        assert new.parent.name == "project-conventions"
+    finally:
+        engine._watcher.stop()
+
+
+def test_watched_engine_does_not_walk_the_store_when_nothing_happened(store, monkeypatch):
+    from forgemem.engine import RecallEngine
+    from forgemem.workspace import Workspace
+
+    fill(store, 3)
+    engine = RecallEngine(Workspace.open(repo_dir=store.memory_dir, user_dir=store.memory_dir.parent / "u"),
+                          embedder=HashEmbedder())
+    engine.watch()
+    try:
+        engine.refresh_if_changed()
+        time.sleep(0.3)  # let the events of the first build drain
+        engine.refresh_if_changed()
+
+        def no_walk(self):
+            raise AssertionError("walked the store")
+
+        monkeypatch.setattr(Store, "stat_files", no_walk)
+        for _ in range(3):
+            engine.refresh_if_changed()
+    finally:
+        engine._watcher.stop()
