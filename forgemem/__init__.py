@@ -9,8 +9,20 @@ The importable library; the `forgemem` command is a thin layer over it.
 
 __version__ = "0.1.0"
 
-from .errors import ForgememError, Problem, UsageError  # noqa: E402
-from .model import Memory, Relation  # noqa: E402
-from .workspace import Snapshot, Workspace  # noqa: E402
+# Imported on first use, so that `import forgemem` (and the CLI's start-up) stays light.
+_EXPORTS = {
+    "ForgememError": "errors", "Problem": "errors", "UsageError": "errors",
+    "Memory": "model", "Relation": "model",
+    "Snapshot": "workspace", "Workspace": "workspace",
+}
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'forgemem' has no attribute {name!r}")
+
 
 __all__ = ["ForgememError", "Memory", "Problem", "Relation", "Snapshot", "UsageError", "Workspace", "__version__"]

@@ -18,10 +18,8 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree
 
-from . import __version__, memfile
+from . import __version__
 from .errors import EXIT_PROBLEMS, ForgememError, UsageError
 from .model import CATEGORIES, RELATIONSHIPS, Memory, format_timestamp, utc_now
 from .workspace import Snapshot, Workspace, default_forge_dir, init_forge_dir
@@ -335,6 +333,8 @@ def forget(
 @app.command()
 def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
     """Open a memory in $EDITOR; the file is replaced only if the edit validates."""
+    from . import memfile
+
     snap = load()
     memory = snap.resolve(memory_id)
     assert memory.path is not None
@@ -384,6 +384,8 @@ def graph(
     hops: int = typer.Option(2, "--hops", help="With ID: how many edges to follow.", min=0),
 ) -> None:
     """Show memories and their typed edges as a tree, Graphviz dot or JSON."""
+    from rich.tree import Tree
+
     if fmt not in ("tree", "dot", "json"):
         raise UsageError(f"unknown format {fmt!r} (expected tree, dot or json)")
     snap = load()
@@ -501,6 +503,8 @@ def stats(as_json: bool = JSON_OPTION) -> None:
     if as_json:
         emit_json(data)
         return
+    from rich.table import Table
+
     table = Table("scope", "category", "current", box=None, pad_edge=False)
     for scope, cats in sorted(counts.items()):
         for cat, n in sorted(cats.items()):

@@ -27,6 +27,7 @@ from .model import (
     RELATIONSHIPS,
     REQUIRED_KEYS,
     SCOPES,
+    SUFFIX,
     TRIGGERS,
     Memory,
     Relation,
@@ -37,7 +38,6 @@ from .model import (
 )
 
 MAX_FILE_BYTES = 1024 * 1024
-SUFFIX = ".md"
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _HANDLER = YAMLHandler()

@@ -41,6 +41,9 @@ REQUIRED_KEYS = (
 #: Optional keys the format knows; written after the required ones, in this order.
 OPTIONAL_KEYS = ("tags", "confidence", "source", "status")
 
+#: Every file with this ending below a memory folder is a memory.
+SUFFIX = ".md"
+
 #: `status` of a memory written by `forgemem forget`.
 RETRACTED = "retracted"
 

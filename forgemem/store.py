@@ -14,8 +14,7 @@ from pathlib import Path
 
 from .config import CONFIG_NAME
 from .errors import Problem
-from .memfile import SUFFIX, MemoryFileError, parse_bytes, read_file
-from .model import Memory
+from .model import SUFFIX, Memory
 
 FORGE_DIR = ".forge"
 MEMORY_DIR = "memory"
@@ -81,6 +80,8 @@ class Store:
 
     def read(self, path: Path, data: bytes | None = None) -> tuple[Memory | None, list[Problem]]:
         """Parse one file of this store: the memory (if it parses) and its problems."""
+        from .memfile import MemoryFileError, parse_bytes, read_file
+
         try:
             memory = read_file(path) if data is None else parse_bytes(data, path)
         except MemoryFileError as exc:

@@ -14,13 +14,10 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from . import memfile
 from .config import Config, default_config_text, load_config
 from .errors import ForgememError, Problem, UsageError
-from .graph import MemoryGraph
-from .index import StoreIndex
 from .model import (
     CATEGORIES,
     RELATIONSHIPS,
@@ -33,7 +30,6 @@ from .model import (
     normalize_body,
     utc_now,
 )
-from .secrets import redact
 from .store import (
     FORGE_DIR,
     GITIGNORE_TEXT,
@@ -43,7 +39,10 @@ from .store import (
     find_repo_root,
     user_memory_dir,
 )
-from .validate import graph_problems
+
+if TYPE_CHECKING:  # the rest is imported where it is used: the CLI's start-up stays light
+    from .graph import MemoryGraph
+    from .index import StoreIndex
 
 
 @dataclass
@@ -118,6 +117,8 @@ class Workspace:
 
     def indexes(self) -> dict[str, StoreIndex]:
         """The cache of each store that exists (an in-memory one where the cache folder is unwritable)."""
+        from .index import StoreIndex
+
         if self._indexes is None:
             self._indexes = {}
             for scope in ("repo", "user"):
@@ -141,6 +142,8 @@ class Workspace:
         With `cache`, unchanged files come from the store's cache instead of being
         read and parsed again; without it every file is parsed (what `validate` does).
         """
+        from . import memfile
+
         memories: list[Memory] = []
         problems: list[Problem] = []
         if cache:
@@ -173,6 +176,9 @@ class Workspace:
     @staticmethod
     def assemble(memories: list[Memory], problems: list[Problem]) -> Snapshot:
         """Drop duplicate ids (the first file wins), build the graph, add its problems."""
+        from .graph import MemoryGraph
+        from .validate import graph_problems
+
         unique, duplicates = _split_duplicates(memories)
         graph = MemoryGraph(unique)
         return Snapshot(unique, graph, [*problems, *duplicates, *graph_problems(graph)])
@@ -201,6 +207,9 @@ class Workspace:
         memories (version = highest predecessor's + 1); the old files are
         never touched. Scope and category default to the predecessor's.
         """
+        from . import memfile
+        from .secrets import redact
+
         snap = snapshot or self.load()
         old = [snap.resolve(ref) for ref in supersedes]
         for memory in old:
@@ -262,6 +271,8 @@ class Workspace:
 
     def link(self, source_ref: str, target_ref: str, relationship: str) -> tuple[Memory, Memory]:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
+        from . import memfile
+
         if relationship not in RELATIONSHIPS:
             raise UsageError(
                 f"unknown relationship {relationship!r} (expected one of: {', '.join(RELATIONSHIPS)})"
