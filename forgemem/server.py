@@ -61,6 +61,7 @@ class Engines:
         self.embedders: dict[str, object] = {}
         self.notice = on_notice
         self.watch = watch
+        self.snapshot_changed = False
 
     def get(self, stores: dict[str, str], use_embeddings: bool):
         from .embedding import EmbeddingUnavailable, load_embedder
@@ -99,7 +100,10 @@ def handle(request: dict, engines: Engines) -> dict:
         if request.get("op") != "recall":
             return {"ok": False, "error": f"unknown request {request.get('op')!r}"}
         engine = engines.get(request["stores"], request.get("use_embeddings", True))
+        before = engine._snapshot
         engine.refresh_if_changed()
+        if engine._snapshot is not before:
+            engines.snapshot_changed = True
         answers = []
         notes: list[str] = list(engine.workspace.warnings)
         lexical_only = False
@@ -248,11 +252,13 @@ def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None) -> None:
                     conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
                 except OSError:
                     pass
-            # After answering, not before: collect garbage now and freeze what is left
-            # (the loaded snapshot), so later collections do not walk it mid-request.
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
+            if engines.snapshot_changed:
+                # After answering, not before: collect the old snapshot now and freeze
+                # the new one, so later collections do not walk it mid-request.
+                engines.snapshot_changed = False
+                gc.unfreeze()
+                gc.collect()
+                gc.freeze()
     finally:
         listener.close()
         path.unlink(missing_ok=True)  # ours: the lock keeps other servers out
