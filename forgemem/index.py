@@ -275,11 +275,17 @@ class StoreIndex:
         """Relative path -> (mtime_ns, size) of every memory file, from stat alone."""
         return self.store.stat_files()
 
-    def _known(self) -> dict[str, tuple[int, int, str]]:
-        return {
-            path: (mtime, size, sha)
-            for path, mtime, size, sha in self.db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
-        }
+    def _known(self) -> dict[str, tuple[int, int]]:
+        """Relative path -> (mtime_ns, size) as last seen, for every file in the cache."""
+        return {path: (mtime, size) for path, mtime, size in self.db.execute("SELECT path, mtime_ns, size FROM files")}
+
+    def _hashes(self, paths: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.db.execute(f"SELECT path, sha256 FROM files WHERE path IN ({marks})", chunk))
+        return found
 
     def _needs_vectors(self, embedder) -> str | None:
         if embedder is None:
@@ -289,16 +295,16 @@ class StoreIndex:
             if current is None:
                 return "no vectors yet"
             return f"embedder changed ({current} -> {embedder.id})"
-        missing = self.db.execute(
-            "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid)"
-        ).fetchone()[0]
+        # Every vector belongs to a memory, so the difference of the counts is what is missing.
+        memories = self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        missing = memories - self.db.execute("SELECT count(*) FROM vectors").fetchone()[0]
         return f"{missing} memories without vectors" if missing else None
 
     def stale(self, embedder=None) -> tuple[list[str], list[str], list[str], str | None]:
         """(new or changed paths, deleted paths, all scanned paths, vector reason) without writing."""
         scan = self.scan()
         known = self._known()
-        changed = [p for p, stat in scan.items() if known.get(p, (None, None))[:2] != stat]
+        changed = [p for p, stat in scan.items() if known.get(p) != stat]
         deleted = [p for p in known if p not in scan]
         return changed, deleted, list(scan), self._needs_vectors(embedder)
 
@@ -340,7 +346,7 @@ class StoreIndex:
             only = list(only)
             scan = self._scan_only(only)
             deleted = [p for p in only if p in known and p not in scan]
-        changed = [p for p, stat in scan.items() if known.get(p, (None, None))[:2] != stat]
+        changed = [p for p, stat in scan.items() if known.get(p) != stat]
         vector_reason = self._needs_vectors(embedder)
         report = RefreshReport(files=len(known) if only is not None else len(scan), embedder=embedder.id if embedder else None)
         if not changed and not deleted and not vector_reason:
@@ -348,7 +354,7 @@ class StoreIndex:
         with self._lock():
             # Another process may have applied some of this while we waited for the lock.
             known = self._known()
-            changed = [p for p in changed if known.get(p, (None, None))[:2] != scan[p]]
+            changed = [p for p in changed if known.get(p) != scan[p]]
             deleted = [p for p in deleted if p in known]
             self._gen = self.generation() + 1
             if changed or deleted:
@@ -374,9 +380,10 @@ class StoreIndex:
         return FileLock(str(self.lock_path), timeout=120)
 
     def _apply_files(
-        self, changed: list[str], deleted: list[str], known: dict[str, tuple[int, int, str]], report: RefreshReport
+        self, changed: list[str], deleted: list[str], known: dict[str, tuple[int, int]], report: RefreshReport
     ) -> None:
         base = self.store.memory_dir
+        hashes = self._hashes(changed)
         updates = []
         for rel in changed:
             path = base / rel
@@ -388,7 +395,7 @@ class StoreIndex:
                 continue
             sha = hashlib.sha256(data).hexdigest()
             old = known.get(rel)
-            if old is not None and old[2] == sha:
+            if old is not None and hashes.get(rel) == sha:
                 updates.append((rel, st.st_mtime_ns, st.st_size, sha, None, None, True))
                 report.touched += 1
                 continue
@@ -412,7 +419,7 @@ class StoreIndex:
                     continue
                 db.execute(
                     "INSERT OR REPLACE INTO files(path, mtime_ns, size, sha256, problems) VALUES (?, ?, ?, ?, ?)",
-                    (rel, mtime, size, sha, json.dumps([_problem_json(p, rel) for p in problems]) if problems else None),
+                    (rel, mtime, size, sha, json.dumps([_problem_json(p) for p in problems]) if problems else None),
                 )
                 if memory is None:
                     self._delete_memory(rel)
@@ -626,13 +633,14 @@ class StoreIndex:
         for rel in sorted(set(known) - set(scan)):
             found.append(f"{rel}: in the cache but the file is gone")
         base = self.store.memory_dir
+        hashes = dict(self.db.execute("SELECT path, sha256 FROM files"))
         cached_ids = dict(self.db.execute("SELECT path, id FROM memories"))
         for rel in sorted(set(scan) & set(known)):
             try:
                 data = (base / rel).read_bytes()
             except OSError:
                 continue
-            if hashlib.sha256(data).hexdigest() != known[rel][2]:
+            if hashlib.sha256(data).hexdigest() != hashes[rel]:
                 found.append(f"{rel}: the file's content differs from the cached hash")
                 continue
             memory, _ = self.store.read(base / rel, data)
@@ -651,9 +659,5 @@ class StoreIndex:
         return found
 
 
-def _problem_json(problem: Problem, rel: str) -> dict:
+def _problem_json(problem: Problem) -> dict:
     return {"line": problem.line, "id": problem.memory_id, "reason": problem.reason}
-
-
-def open_indexes(stores: Iterable[Store]) -> dict[str, StoreIndex]:
-    return {store.scope: StoreIndex(store) for store in stores}

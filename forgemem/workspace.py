@@ -75,11 +75,8 @@ class Snapshot:
 
 
 class Workspace:
-    def __init__(
-        self, stores: dict[str, Store], config: Config | None = None, cwd: Path | None = None
-    ):
+    def __init__(self, stores: dict[str, Store], config: Config | None = None):
         self.stores = stores
-        self.cwd = cwd or Path.cwd()
         self.warnings: list[str] = []
         self._indexes: dict[str, StoreIndex] | None = None
         self.config = config or load_config(
@@ -101,7 +98,7 @@ class Workspace:
         stores = {"user": Store("user", user.expanduser().absolute())}
         if repo is not None:
             stores["repo"] = Store("repo", repo.expanduser().absolute())
-        return cls(stores, cwd=cwd)
+        return cls(stores)
 
     # ------------------------------------------------------------ reading
 
