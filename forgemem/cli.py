@@ -618,6 +618,9 @@ def _read_queries(source: str) -> list[dict]:
             raise UsageError(f"{source}:{number}: not a JSON line ({exc.msg})") from None
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise UsageError(f'{source}:{number}: each line needs {{"id": ..., "query": "..."}}')
+        k = item.get("k", 1)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise UsageError(f'{source}:{number}: "k" must be a whole number from 1 up, not {k!r}')
         queries.append(item)
     return queries
 
@@ -666,6 +669,8 @@ def recall(
     # A running server answers in milliseconds; otherwise do the work here (with a
     # progress bar for a long first build) and start a server for the next call.
     answer = server.ask(request) if batch is None else None
+    if answer is not None and not answer["ok"] and "exit_code" not in answer:
+        answer = None  # the server failed in a way this process may not: do the work here
     if answer is None:
         engines = server.Engines(on_notice=warn)
         _refresh(engines.get(request["stores"], request["use_embeddings"]))

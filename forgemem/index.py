@@ -275,9 +275,18 @@ class StoreIndex:
         """Relative path -> (mtime_ns, size) of every memory file, from stat alone."""
         return self.store.stat_files()
 
-    def _known(self) -> dict[str, tuple[int, int]]:
-        """Relative path -> (mtime_ns, size) as last seen, for every file in the cache."""
-        return {path: (mtime, size) for path, mtime, size in self.db.execute("SELECT path, mtime_ns, size FROM files")}
+    def _known(self, paths: list[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Relative path -> (mtime_ns, size) as last seen, for every file in the cache (or those named)."""
+        if paths is None:
+            rows = self.db.execute("SELECT path, mtime_ns, size FROM files")
+            return {path: (mtime, size) for path, mtime, size in rows}
+        found: dict[str, tuple[int, int]] = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(f"SELECT path, mtime_ns, size FROM files WHERE path IN ({marks})", chunk)
+            found.update((path, (mtime, size)) for path, mtime, size in rows)
+        return found
 
     def _hashes(self, paths: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -338,22 +347,23 @@ class StoreIndex:
         return found
 
     def _refresh(self, embedder, progress: ProgressFn | None, only: Iterable[str] | None) -> RefreshReport:
-        known = self._known()
         if only is None:
+            known = self._known()
             scan = self.scan()
             deleted = [p for p in known if p not in scan]
         else:
             only = list(only)
+            known = self._known(only)
             scan = self._scan_only(only)
             deleted = [p for p in only if p in known and p not in scan]
         changed = [p for p, stat in scan.items() if known.get(p) != stat]
         vector_reason = self._needs_vectors(embedder)
-        report = RefreshReport(files=len(known) if only is not None else len(scan), embedder=embedder.id if embedder else None)
+        report = RefreshReport(files=len(scan), embedder=embedder.id if embedder else None)
         if not changed and not deleted and not vector_reason:
             return report
         with self._lock():
             # Another process may have applied some of this while we waited for the lock.
-            known = self._known()
+            known = self._known(None if only is None else sorted(set(changed) | set(deleted)))
             changed = [p for p in changed if known.get(p) != scan[p]]
             deleted = [p for p in deleted if p in known]
             self._gen = self.generation() + 1
