@@ -599,11 +599,9 @@ def _print_hits(hits: list[dict], explain: bool) -> None:
 
 
 def _describe_via(via: list[dict]) -> str:
-    return ", ".join(
-        f"{s['from'][4:12]} <-{s['relationship']}- {s['to'][4:12]}" if s["reverse"]
-        else f"{s['from'][4:12]} -{s['relationship']}-> {s['to'][4:12]}"
-        for s in via
-    )
+    from .graph import Step
+
+    return ", ".join(Step(s["from"], s["relationship"], s["to"], s["reverse"]).describe() for s in via)
 
 
 def _read_queries(source: str) -> list[dict]:

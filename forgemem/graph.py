@@ -41,8 +41,9 @@ class Step:
     reverse: bool = False
 
     def describe(self) -> str:
+        """`9f7ab1bf <-relates-to- 39acb05f`: short ids, the arrow as the edge points in the files."""
         arrow = f"<-{self.type}-" if self.reverse else f"-{self.type}->"
-        return f"{self.source} {arrow} {self.target}"
+        return f"{self.source[4:12]} {arrow} {self.target[4:12]}"
 
 
 class MemoryGraph:
