@@ -392,25 +392,18 @@ class StoreIndex:
     def _apply_files(
         self, changed: list[str], deleted: list[str], known: dict[str, tuple[int, int]], report: RefreshReport
     ) -> None:
-        base = self.store.memory_dir
         hashes = self._hashes(changed)
         updates = []
-        for rel in changed:
-            path = base / rel
-            try:
-                data = path.read_bytes()
-                st = path.stat()
-            except OSError:
+        for rel, read in zip(changed, self.store.read_many(changed)):
+            if read is None:  # vanished since the scan
                 deleted.append(rel)
                 continue
-            sha = hashlib.sha256(data).hexdigest()
             old = known.get(rel)
-            if old is not None and hashes.get(rel) == sha:
-                updates.append((rel, st.st_mtime_ns, st.st_size, sha, None, None, True))
+            if old is not None and hashes.get(rel) == read.sha256:
+                updates.append((rel, read.mtime_ns, read.size, read.sha256, None, None, True))
                 report.touched += 1
                 continue
-            memory, problems = self.store.read(path, data)
-            updates.append((rel, st.st_mtime_ns, st.st_size, sha, memory, problems, False))
+            updates.append((rel, read.mtime_ns, read.size, read.sha256, read.memory, read.problems, False))
             if old is None:
                 report.added += 1
             else:

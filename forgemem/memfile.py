@@ -23,6 +23,7 @@ from frontmatter.default_handlers import YAMLHandler
 from .errors import ForgememError, Problem
 from .model import (
     CATEGORIES,
+    MAX_FILE_BYTES,
     OPTIONAL_KEYS,
     RELATIONSHIPS,
     REQUIRED_KEYS,
@@ -37,7 +38,6 @@ from .model import (
     to_utc,
 )
 
-MAX_FILE_BYTES = 1024 * 1024
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _HANDLER = YAMLHandler()

@@ -43,6 +43,8 @@ OPTIONAL_KEYS = ("tags", "confidence", "source", "status")
 
 #: Every file with this ending below a memory folder is a memory.
 SUFFIX = ".md"
+#: Larger files are reported as a problem and never read.
+MAX_FILE_BYTES = 1024 * 1024
 
 #: `status` of a memory written by `forgemem forget`.
 RETRACTED = "retracted"

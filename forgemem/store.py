@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .config import CONFIG_NAME
 from .errors import Problem
-from .model import SUFFIX, Memory
+from .model import MAX_FILE_BYTES, SUFFIX, Memory
 
 FORGE_DIR = ".forge"
 MEMORY_DIR = "memory"
@@ -102,12 +102,73 @@ class Store:
         """Parse every file; a broken file becomes problems, the rest still load."""
         memories: list[Memory] = []
         problems: list[Problem] = []
-        for path in self.files():
-            memory, found = self.read(path)
-            problems.extend(found)
-            if memory is not None:
-                memories.append(memory)
+        for read in self.read_many(sorted(self.stat_files())):
+            if read is None:
+                continue
+            problems.extend(read.problems)
+            if read.memory is not None:
+                memories.append(read.memory)
         return memories, problems
+
+    def read_many(self, names: list[str]) -> list[FileRead | None]:
+        """Read, hash and parse files (paths relative to the store), in order.
+
+        Parsing is CPU-bound (PyYAML), so a large batch is split over worker
+        processes, one per core; None stands for a file that could not be read.
+        """
+        workers = min(os.cpu_count() or 1, 8)
+        if len(names) < PARALLEL_FROM or workers < 2:
+            return _read_files(self.scope, str(self.memory_dir), names)
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = -(-len(names) // workers)
+        chunks = [names[i : i + size] for i in range(0, len(names), size)]
+        try:
+            # spawn, not fork: the caller may be a threaded server
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(len(chunks), mp_context=context) as pool:
+                parts = pool.map(_read_files, [self.scope] * len(chunks), [str(self.memory_dir)] * len(chunks), chunks)
+                return [read for part in parts for read in part]
+        except (OSError, RuntimeError, ImportError):  # no processes here: do it in this one
+            return _read_files(self.scope, str(self.memory_dir), names)
+
+
+#: Below this many files, parsing in this process beats starting workers.
+PARALLEL_FROM = 2000
+
+
+@dataclass(frozen=True)
+class FileRead:
+    name: str  # relative to the store
+    mtime_ns: int
+    size: int
+    sha256: str
+    memory: Memory | None
+    problems: list[Problem]
+
+
+def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead | None]:
+    import hashlib
+
+    store = Store(scope, Path(memory_dir))
+    reads: list[FileRead | None] = []
+    for name in names:
+        path = store.memory_dir / name
+        try:
+            st = path.stat()
+            data = path.read_bytes() if st.st_size <= MAX_FILE_BYTES else None
+        except OSError:
+            reads.append(None)
+            continue
+        if data is None:  # too large to read: memfile says so without reading it
+            memory, problems = store.read(path)
+            sha = f"unread, {st.st_size} bytes"
+        else:
+            memory, problems = store.read(path, data)
+            sha = hashlib.sha256(data).hexdigest()
+        reads.append(FileRead(name, st.st_mtime_ns, st.st_size, sha, memory, problems))
+    return reads
 
 
 def user_memory_dir() -> Path:

@@ -335,3 +335,24 @@ def test_watched_engine_does_not_walk_the_store_when_nothing_happened(store, mon
             engine.refresh_if_changed()
     finally:
         engine._watcher.stop()
+
+
+def test_parallel_parsing_gives_the_same_reads_in_the_same_order(store, monkeypatch):
+    """Large batches are parsed in worker processes; the result must not differ."""
+    import shutil
+
+    import forgemem.store as store_module
+
+    from .conftest import BAD_FILES
+
+    fill(store, 12)
+    shutil.copy(BAD_FILES / "unknown-category" / "broken.md", store.memory_dir / "broken.md")
+    names = sorted(store.stat_files())
+    serial = store.read_many(names)
+    monkeypatch.setattr(store_module, "PARALLEL_FROM", 2)
+    parallel = store.read_many(names)
+    assert [r.name for r in parallel] == names
+    assert parallel == serial
+    assert [p.reason.split(" (")[0] for r in parallel for p in r.problems] == ["unknown category 'misc'"]
+    memories, problems = store.load()
+    assert len(memories) == 12 and len(problems) == 1
