@@ -672,7 +672,7 @@ def recall(
     if answer is None:
         engines = server.Engines(on_notice=warn)
         _refresh(engines.get(request["stores"], request["use_embeddings"]))
-        answer = server.handle(request, engines)
+        answer = server.handle(request, engines, refresh=False)
         if batch is None:
             server.start_in_background()
     if not answer["ok"]:

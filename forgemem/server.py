@@ -91,8 +91,11 @@ class Engines:
         return engine
 
 
-def handle(request: dict, engines: Engines) -> dict:
-    """Answer one request; used by the server and, in-process, by the CLI."""
+def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
+    """Answer one request; used by the server and, in-process, by the CLI.
+
+    `refresh=False` when the caller has just refreshed the engine itself.
+    """
     from .errors import ForgememError
     from .recall import Query
 
@@ -101,7 +104,8 @@ def handle(request: dict, engines: Engines) -> dict:
             return {"ok": False, "error": f"unknown request {request.get('op')!r}"}
         engine = engines.get(request["stores"], request.get("use_embeddings", True))
         before = engine._snapshot
-        engine.refresh_if_changed()
+        if refresh:
+            engine.refresh_if_changed()
         if engine._snapshot is not before:
             engines.snapshot_changed = True
         answers = []
