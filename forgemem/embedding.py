@@ -270,16 +270,13 @@ def export_onnx(model_dir: Path, target: Path) -> dict:
     return {"min_cosine": cosine, "probes": len(PROBE_SENTENCES)}
 
 
-def model_cache_dir(default: Path) -> Path:
+def model_cache_dir() -> Path:
+    """Where exported models live: machine-wide, whatever the stores (FORGEMEM_MODEL_CACHE moves it)."""
     override = os.environ.get("FORGEMEM_MODEL_CACHE")
-    return Path(override).expanduser() if override else default
+    return Path(override).expanduser() if override else Path.home() / ".forge" / "cache" / "models"
 
 
-def load_embedder(
-    configured: str,
-    cache_dir: Path,
-    on_export: Callable[[str], None] | None = None,
-) -> Embedder:
+def load_embedder(configured: str = "", on_export: Callable[[str], None] | None = None) -> Embedder:
     """The embedder for a config: ONNX from the model cache (exporting it once if needed).
 
     Raises `EmbeddingUnavailable` with a one-sentence reason when no model can
@@ -291,7 +288,7 @@ def load_embedder(
     print_ = on_export or (lambda message: None)
     fp = fingerprint(model_dir)
     model_id = f"{model_name(model_dir)}@{fp}"
-    folder = model_cache_dir(cache_dir) / fp
+    folder = model_cache_dir() / fp
     onnx_path = folder / "model.onnx"
     try:
         import onnxruntime  # noqa: F401

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from .embedding import EmbeddingUnavailable, load_embedder
@@ -64,11 +64,8 @@ class RecallEngine:
     def embedder(self):
         """The embedder, loaded on first use; None (with a reason) when unavailable."""
         if self._embedder is None and self._embedder_error is None and self.use_embeddings:
-            models = Path.home() / ".forge" / "cache" / "models"  # machine-wide, whatever the stores
             try:
-                self._embedder = load_embedder(
-                    self.workspace.config.embedding_model, models, on_export=self.notice
-                )
+                self._embedder = load_embedder(self.workspace.config.embedding_model, on_export=self.notice)
             except EmbeddingUnavailable as exc:
                 self._embedder_error = str(exc)
         return self._embedder

