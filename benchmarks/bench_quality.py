@@ -178,7 +178,7 @@ def main() -> int:
             ids = write_store(memory_dir, sample_id, turns)
             ranked, seconds = forgemem_cli(memory_dir, user_dir, questions, ids, folder)
             total_seconds += seconds
-            for i, (question, evidence, category) in enumerate(questions):
+            for i, (_question, evidence, category) in enumerate(questions):
                 systems["forgemem"].add(category, ranked[i], evidence)
 
             # Baselines on the same turns and questions.

@@ -680,7 +680,7 @@ def recall(
     for note in answer["notes"]:
         warn(note)
     if batch is not None:
-        for item, hits in zip(batch, answer["results"]):
+        for item, hits in zip(batch, answer["results"], strict=True):
             sys.stdout.write(json.dumps({"id": item.get("id"), "results": hits}, ensure_ascii=False) + "\n")
         return
     hits = answer["results"][0]

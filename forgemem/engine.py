@@ -202,7 +202,7 @@ class RecallEngine:
 
         n = min(limit, faiss_index.ntotal)
         scores, ids = faiss_index.search(np.asarray(vector, dtype=np.float32)[None, :], n)
-        for rank_, (score, rowid) in enumerate(zip(scores[0], ids[0]), start=1):
+        for rank_, (score, rowid) in enumerate(zip(scores[0], ids[0], strict=True), start=1):
             if rowid < 0:
                 continue
             key = (scope, int(rowid))

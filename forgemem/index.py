@@ -179,6 +179,10 @@ class StoreIndex:
 
     # ------------------------------------------------------------ database
 
+    def connect(self) -> None:
+        """Open (or rebuild) the database now; raises OSError or sqlite3.Error if it cannot be."""
+        self.db  # noqa: B018
+
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
@@ -394,7 +398,7 @@ class StoreIndex:
     ) -> None:
         hashes = self._hashes(changed)
         updates = []
-        for rel, read in zip(changed, self.store.read_many(changed)):
+        for rel, read in zip(changed, self.store.read_many(changed), strict=True):
             if read is None:  # vanished since the scan
                 deleted.append(rel)
                 continue

@@ -43,7 +43,7 @@ def redact(text: str) -> tuple[str, list[str]]:
     for kind, pattern in _PATTERNS:
         keep = "keep" in pattern.groupindex
         text, count = pattern.subn(
-            lambda m: (m.group("keep") if keep else "") + f"[REDACTED:{kind}]", text
+            lambda m, keep=keep, kind=kind: (m.group("keep") if keep else "") + f"[REDACTED:{kind}]", text
         )
         found.extend([kind] * count)
     return text, found

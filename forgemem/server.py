@@ -225,7 +225,7 @@ def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None) -> None:
             listener.settimeout(max(0.1, idle_timeout - (time.monotonic() - last)))
             try:
                 conn, _ = listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 if time.monotonic() - last >= idle_timeout:
                     return
                 continue

@@ -124,7 +124,7 @@ class Workspace:
                     continue
                 index = StoreIndex(store)
                 try:
-                    index.db
+                    index.connect()
                 except (OSError, sqlite3.Error) as exc:
                     self.warnings.append(
                         f"cannot use the cache folder {store.cache_dir} ({exc}); working without a cache"
