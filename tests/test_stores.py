@@ -137,3 +137,24 @@ def test_console_script_and_module_entry_point_run_on_the_samples():
     usage = subprocess.run([sys.executable, "-m", "forgemem", "list", "--bogus"], capture_output=True, text=True, env=env)
     assert usage.returncode == 2
     assert "No such option" in usage.stderr
+
+
+def test_large_store_is_parsed_by_worker_processes_through_the_module_entry_point(tmp_path):
+    """2,000+ files take the multi-process path; `python -m forgemem` must survive it."""
+    from forgemem import memfile
+    from forgemem.store import PARALLEL_FROM
+
+    from .conftest import make_memory
+
+    folder = tmp_path / "big/.forge/memory"
+    (folder / "project-conventions").mkdir(parents=True)
+    for i in range(PARALLEL_FROM + 50):
+        memory = make_memory(body=f"Convention number {i}.")
+        (folder / "project-conventions" / memfile.file_name(memory)).write_text(memfile.dumps(memory))
+    (folder / "broken.md").write_text("no front matter\n")
+    env = dict(os.environ, FORGEMEM_REPO_DIR=str(folder), FORGEMEM_USER_DIR=str(tmp_path / "u"))
+    run = subprocess.run([sys.executable, "-m", "forgemem", "validate", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 1, run.stderr
+    data = __import__("json").loads(run.stdout)
+    assert data["files_checked"] == PARALLEL_FROM + 51
+    assert [p["reason"] for p in data["problems"]] == ["no YAML front matter (the file must start with a '---' line)"]
