@@ -279,26 +279,24 @@ class StoreIndex:
         """Relative path -> (mtime_ns, size) of every memory file, from stat alone."""
         return self.store.stat_files()
 
+    def _select_in(self, sql: str, values: list) -> list[tuple]:
+        """Rows of `sql`, whose `IN ({})` is filled with `values`, in chunks SQLite accepts."""
+        rows: list[tuple] = []
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            rows += self.db.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+        return rows
+
     def _known(self, paths: list[str] | None = None) -> dict[str, tuple[int, int]]:
         """Relative path -> (mtime_ns, size) as last seen, for every file in the cache (or those named)."""
         if paths is None:
             rows = self.db.execute("SELECT path, mtime_ns, size FROM files")
-            return {path: (mtime, size) for path, mtime, size in rows}
-        found: dict[str, tuple[int, int]] = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.execute(f"SELECT path, mtime_ns, size FROM files WHERE path IN ({marks})", chunk)
-            found.update((path, (mtime, size)) for path, mtime, size in rows)
-        return found
+        else:
+            rows = self._select_in("SELECT path, mtime_ns, size FROM files WHERE path IN ({})", paths)
+        return {path: (mtime, size) for path, mtime, size in rows}
 
     def _hashes(self, paths: list[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(f"SELECT path, sha256 FROM files WHERE path IN ({marks})", chunk))
-        return found
+        return dict(self._select_in("SELECT path, sha256 FROM files WHERE path IN ({})", paths))
 
     def _needs_vectors(self, embedder) -> str | None:
         if embedder is None:
@@ -313,13 +311,19 @@ class StoreIndex:
         missing = memories - self.db.execute("SELECT count(*) FROM vectors").fetchone()[0]
         return f"{missing} memories without vectors" if missing else None
 
-    def stale(self, embedder=None) -> tuple[list[str], list[str], list[str], str | None]:
-        """(new or changed paths, deleted paths, all scanned paths, vector reason) without writing."""
-        scan = self.scan()
-        known = self._known()
+    def _diff(self, only: list[str] | None = None):
+        """(scan, known, changed, deleted): the files as they are, as cached, and what differs.
+
+        `only` limits both sides to those paths (relative to the store).
+        """
+        if only is None:
+            known, scan = self._known(), self.scan()
+            deleted = [p for p in known if p not in scan]
+        else:
+            known, scan = self._known(only), self.store.stat_paths(only)
+            deleted = [p for p in only if p in known and p not in scan]
         changed = [p for p, stat in scan.items() if known.get(p) != stat]
-        deleted = [p for p in known if p not in scan]
-        return changed, deleted, list(scan), self._needs_vectors(embedder)
+        return scan, known, changed, deleted
 
     def refresh(
         self, embedder=None, progress: ProgressFn | None = None, only: Iterable[str] | None = None
@@ -338,29 +342,8 @@ class StoreIndex:
             report.rebuilt_reason = "the cache was corrupt"
             return report
 
-    def _scan_only(self, paths: Iterable[str]) -> dict[str, tuple[int, int]]:
-        found = {}
-        for rel in paths:
-            if not rel.endswith(".md") or any(part.startswith(".") for part in rel.split("/")):
-                continue
-            try:
-                st = (self.store.memory_dir / rel).stat()
-            except OSError:
-                continue
-            found[rel] = (st.st_mtime_ns, st.st_size)
-        return found
-
     def _refresh(self, embedder, progress: ProgressFn | None, only: Iterable[str] | None) -> RefreshReport:
-        if only is None:
-            known = self._known()
-            scan = self.scan()
-            deleted = [p for p in known if p not in scan]
-        else:
-            only = list(only)
-            known = self._known(only)
-            scan = self._scan_only(only)
-            deleted = [p for p in only if p in known and p not in scan]
-        changed = [p for p, stat in scan.items() if known.get(p) != stat]
+        scan, known, changed, deleted = self._diff(None if only is None else list(only))
         vector_reason = self._needs_vectors(embedder)
         report = RefreshReport(files=len(scan), embedder=embedder.id if embedder else None)
         if not changed and not deleted and not vector_reason:
@@ -590,33 +573,29 @@ class StoreIndex:
         touched |= {r for (r,) in self.db.execute("SELECT rowid FROM vectors WHERE gen > ?", (since,))}
         if not touched:
             return
-        ids = np.array(sorted(touched), dtype=np.int64)
-        self._faiss.remove_ids(ids)
-        marks = ",".join("?" * len(ids))
-        rows = self.db.execute(f"SELECT rowid, vector FROM vectors WHERE rowid IN ({marks})", ids.tolist()).fetchall()
+        ids = sorted(touched)
+        self._faiss.remove_ids(np.array(ids, dtype=np.int64))
+        rows = self._select_in("SELECT rowid, vector FROM vectors WHERE rowid IN ({})", ids)
         if rows:
-            dim = self._faiss.d
-            matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), dim)
-            self._faiss.add_with_ids(matrix, np.array([r for r, _ in rows], dtype=np.int64))
+            self._faiss.add_with_ids(*_vectors_and_ids(rows, self._faiss.d))
 
     def _build_faiss(self):
         import faiss
-        import numpy as np
 
         dim = self._meta(self.db, "dim")
         rows = self.db.execute("SELECT rowid, vector FROM vectors").fetchall()
         if not rows or dim is None:
             return None
-        matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), int(dim))
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(int(dim)))
-        index.add_with_ids(matrix, np.array([r for r, _ in rows], dtype=np.int64))
+        index.add_with_ids(*_vectors_and_ids(rows, int(dim)))
         return index
 
     def status(self, embedder=None) -> Status:
-        changed, deleted, scanned, vector_reason = self.stale(embedder)
-        known = self._known()
+        """What is stale and why, without writing anything."""
+        _, known, changed, deleted = self._diff()
         stale = [f"{'new' if p not in known else 'changed'}: {p}" for p in changed]
         stale += [f"deleted: {p}" for p in deleted]
+        vector_reason = self._needs_vectors(embedder)
         if vector_reason:
             stale.append(f"vectors: {vector_reason}")
         return Status(
@@ -628,7 +607,6 @@ class StoreIndex:
             embedder=self._meta(self.db, "embedder"),
             stale=stale,
         )
-
 
     def check(self) -> list[str]:
         """Deep check of files against the cache: every disagreement, in one sentence each."""
@@ -664,6 +642,14 @@ class StoreIndex:
             if total != vectors:
                 found.append(f"FAISS index holds {total} vectors for {vectors} stored vectors")
         return found
+
+
+def _vectors_and_ids(rows: list[tuple[int, bytes]], dim: int):
+    """(float32 matrix, int64 ids) from (rowid, vector bytes) rows, for FAISS `add_with_ids`."""
+    import numpy as np
+
+    matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), dim)
+    return matrix, np.array([r for r, _ in rows], dtype=np.int64)
 
 
 def _problem_json(problem: Problem) -> dict:

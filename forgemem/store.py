@@ -78,6 +78,20 @@ class Store:
                     stack.append((f"{prefix}{name}/", entry.path))
         return found
 
+    def stat_paths(self, names: list[str]) -> dict[str, tuple[int, int]]:
+        """As `stat_files`, for the named paths only (those that exist and are memory files)."""
+        found: dict[str, tuple[int, int]] = {}
+        for name in names:
+            if not name.endswith(SUFFIX) or any(part.startswith(".") for part in name.split("/")):
+                continue
+            try:
+                st = (self.memory_dir / name).stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found[name] = (st.st_mtime_ns, st.st_size)
+        return found
+
     def read(self, path: Path, data: bytes | None = None) -> tuple[Memory | None, list[Problem]]:
         """Parse one file of this store: the memory (if it parses) and its problems."""
         from .memfile import MemoryFileError, parse_bytes, read_file

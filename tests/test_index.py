@@ -356,3 +356,21 @@ def test_parallel_parsing_gives_the_same_reads_in_the_same_order(store, monkeypa
     assert [p.reason.split(" (")[0] for r in parallel for p in r.problems] == ["unknown category 'misc'"]
     memories, problems = store.load()
     assert len(memories) == 12 and len(problems) == 1
+
+
+def test_long_lived_engine_applies_a_batch_larger_than_one_query_chunk(store):
+    """Hundreds of files changed at once: the FAISS index is patched in chunks, none lost."""
+    from forgemem.engine import RecallEngine
+    from forgemem.workspace import Workspace
+
+    fill(store, 3)
+    embedder = HashEmbedder()
+    server = RecallEngine(Workspace.open(repo_dir=store.memory_dir, user_dir=store.memory_dir.parent / "u"),
+                          embedder=embedder)
+    server.refresh()
+    assert server.indexes()["repo"].vector_index().ntotal == 3
+    fill(store, 700)  # another process writes 700 more files and refreshes the cache
+    StoreIndex(store).refresh(embedder)
+    server.refresh()
+    assert server.indexes()["repo"].vector_index().ntotal == 703
+    assert len(server.snapshot.memories) == 703
