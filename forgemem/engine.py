@@ -8,7 +8,6 @@ The CLI's batch mode and the recall server keep one engine for their lifetime.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
@@ -107,18 +106,16 @@ class RecallEngine:
         folders = [s.memory_dir for s in self.workspace.stores.values()]
         self._watcher = StoreWatcher(folders)
 
-    def refresh_if_changed(self) -> None:
-        """Refresh what the watcher saw change; a full check at least every FULL_CHECK_SECONDS."""
+    def refresh_if_changed(self) -> bool:
+        """Refresh what the watcher saw change; a full check at least every FULL_CHECK_SECONDS.
+
+        Returns whether the snapshot changed.
+        """
+        before = self._snapshot
         watcher = self._watcher
         now = time.monotonic()
-        if watcher is None or now - self._last_full_check >= FULL_CHECK_SECONDS:
-            if watcher is not None:
-                watcher.take()
-            self.refresh()
-            self._last_full_check = now
-            return
-        full, paths = watcher.take()
-        if full:
+        full, paths = watcher.take() if watcher is not None else (True, set())
+        if full or now - self._last_full_check >= FULL_CHECK_SECONDS:
             self.refresh()
             self._last_full_check = now
         elif paths:
@@ -127,6 +124,7 @@ class RecallEngine:
                 prefix = str(store.memory_dir) + "/"
                 only[scope] = [p[len(prefix):] for p in paths if p.startswith(prefix)]
             self.refresh(only=only)
+        return self._snapshot is not before
 
     def _load_snapshot(self) -> None:
         self._rows = {}
@@ -167,10 +165,7 @@ class RecallEngine:
 
     def recall(self, query: Query, refresh: bool = True, use_priors: bool = True) -> RecallResult:
         if refresh:
-            try:
-                self.refresh()
-            except sqlite3.DatabaseError:
-                self.refresh()  # the index rebuilt itself; one more pass picks it up
+            self.refresh()  # a corrupt cache rebuilds itself inside StoreIndex.refresh
         snap = self.snapshot
         graph: MemoryGraph = snap.graph
         embedder = self.embedder

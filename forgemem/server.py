@@ -101,10 +101,7 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
         if request.get("op") != "recall":
             return {"ok": False, "error": f"unknown request {request.get('op')!r}"}
         engine = engines.get(request["stores"], request.get("use_embeddings", True))
-        before = engine._snapshot
-        if refresh:
-            engine.refresh_if_changed()
-        if engine._snapshot is not before:
+        if refresh and engine.refresh_if_changed():
             engines.snapshot_changed = True
         answers = []
         notes: list[str] = list(engine.workspace.warnings)
