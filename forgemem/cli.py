@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
-from .errors import EXIT_PROBLEMS, ForgememError, UsageError
+from .errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
 from .model import CATEGORIES, RELATIONSHIPS, Memory, format_timestamp, utc_now
 from .workspace import Snapshot, Workspace, default_forge_dir, init_forge_dir
 
@@ -211,8 +211,8 @@ def list_(
     """List memories (newest versions only unless --all-versions)."""
     if scope and scope not in ("repo", "user"):
         raise UsageError(f"unknown scope {scope!r} (expected repo or user)")
-    if category and category not in CATEGORIES:
-        raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
+    if category:
+        require_choice("category", category, CATEGORIES)
     snap = load()
     memories = snap.memories if all_versions else snap.heads()
     memories = [
@@ -640,8 +640,8 @@ def recall(
     """Find the memories that matter for a question (hybrid lexical + semantic search)."""
     if scope not in ("repo", "user", "all"):
         raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
-    if category and category not in CATEGORIES:
-        raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
+    if category:
+        require_choice("category", category, CATEGORIES)
     if (query is None) == (queries is None):
         raise UsageError("give either a QUERY or --queries FILE")
     config = state.workspace().config

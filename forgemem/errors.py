@@ -31,6 +31,17 @@ class ConfigError(UsageError):
     """A configuration file that cannot be used."""
 
 
+def unknown_choice(kind: str, value: object, allowed: tuple[str, ...]) -> str:
+    """`unknown category 'misc' (expected one of: ...)`: the one wording for a bad choice."""
+    return f"unknown {kind} {value!r} (expected one of: {', '.join(allowed)})"
+
+
+def require_choice(kind: str, value: str, allowed: tuple[str, ...]) -> None:
+    """A usage error unless `value` is one of `allowed`."""
+    if value not in allowed:
+        raise UsageError(unknown_choice(kind, value, allowed))
+
+
 @dataclass(frozen=True)
 class Problem:
     path: Path | None

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from .errors import ForgememError, Problem
+from .errors import ForgememError, Problem, unknown_choice
 from .model import (
     CATEGORIES,
     MAX_FILE_BYTES,
@@ -173,7 +173,7 @@ def record_from_meta(
 
     for key, allowed in (("scope", SCOPES), ("category", CATEGORIES), ("trigger", TRIGGERS)):
         if key in meta and meta[key] not in allowed:
-            problem(key, f"unknown {key} {meta[key]!r} (expected one of: {', '.join(allowed)})")
+            problem(key, unknown_choice(key, meta[key], allowed))
 
     supersedes: tuple[str, ...] = ()
     raw = meta.get("supersedes")
@@ -199,11 +199,7 @@ def record_from_meta(
             problem("related", f"each 'related' entry needs exactly 'id' and 'relationship', got {entry!r}")
             continue
         if entry["relationship"] not in RELATIONSHIPS:
-            problem(
-                "related",
-                f"unknown relationship {entry['relationship']!r} "
-                f"(expected one of: {', '.join(RELATIONSHIPS)})",
-            )
+            problem("related", unknown_choice("relationship", entry["relationship"], RELATIONSHIPS))
             continue
         if not is_valid_id(entry["id"]):
             problem("related", f"'related' names {entry['id']!r}, which is not a memory id")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from .config import Config, default_config_text, load_config
-from .errors import ForgememError, Problem, UsageError
+from .errors import ForgememError, Problem, UsageError, require_choice
 from .model import (
     CATEGORIES,
     RELATIONSHIPS,
@@ -221,16 +221,11 @@ class Workspace:
         scope = scope or ("repo" if "repo" in self.stores else "user")
         if category is None:
             raise UsageError(f"choose a category with --category ({', '.join(CATEGORIES)})")
-        if category not in CATEGORIES:
-            raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
-        if trigger not in TRIGGERS:
-            raise UsageError(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
+        require_choice("category", category, CATEGORIES)
+        require_choice("trigger", trigger, TRIGGERS)
         relations = []
         for ref, relationship in related:
-            if relationship not in RELATIONSHIPS:
-                raise UsageError(
-                    f"unknown relationship {relationship!r} (expected one of: {', '.join(RELATIONSHIPS)})"
-                )
+            require_choice("relationship", relationship, RELATIONSHIPS)
             relations.append(Relation(snap.resolve(ref).id, relationship))
         store = self.store(scope)
         body, found = redact(normalize_body(text))
@@ -270,10 +265,7 @@ class Workspace:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
         from . import memfile
 
-        if relationship not in RELATIONSHIPS:
-            raise UsageError(
-                f"unknown relationship {relationship!r} (expected one of: {', '.join(RELATIONSHIPS)})"
-            )
+        require_choice("relationship", relationship, RELATIONSHIPS)
         snap = self.load()
         source, target = snap.resolve(source_ref), snap.resolve(target_ref)
         if source.id == target.id:
