@@ -229,14 +229,14 @@ def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_prio
         result: list[Hit] = []
         for hit in ranked:
             result.append(hit)
-            hit.conflicts = pairs.get(hit.id, [])
+            hit.conflicts = list(pairs.get(hit.id, []))
             for other_id in hit.conflicts:
                 if other_id not in shown and query.accepts(graph.memories[other_id]):
                     shown.add(other_id)
                     # Keep what is known of the other side as a match of its own.
                     other = best.get(other_id) or Hit(memory=graph.memories[other_id], score=0.0, graph=graph)
                     other.via = graph.neighbours(hit.id, 1, ["contradicts"])[other_id]
-                    other.conflicts = pairs.get(other_id, [])
+                    other.conflicts = list(pairs.get(other_id, []))
                     result.append(other)
         ranked = result
     return ranked
