@@ -1,0 +1,110 @@
+"""Score a classifier on the labelled conversations in tests/fixtures/capture_cases.yaml.
+
+Each case runs in its own temporary pair of stores, with its `existing`
+memories written first; a written memory matches an expected one when the
+category and scope agree, the text holds every expected word, and the
+relation (new, or supersedes/refines/… the named existing memory) agrees.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from forgemem.capture import Capturer
+from forgemem.classify import Batch
+from forgemem.engine import RecallEngine
+from forgemem.transcripts import Turn
+from forgemem.workspace import Workspace, init_forge_dir
+
+CASES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "capture_cases.yaml"
+
+
+@dataclass
+class CaseResult:
+    name: str
+    expected: int
+    written: list[dict]
+    matched: int
+    missed: list[dict] = field(default_factory=list)
+    wrong: list[dict] = field(default_factory=list)
+    change_of_mind: int = 0  # expected supersessions
+    superseded: int = 0  # of which written as supersessions
+
+
+def load_cases(path: Path = CASES) -> list[dict]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def run_case(case: dict, embedder, classifier_factory=None) -> CaseResult:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        init_forge_dir(root / "repo" / ".forge")
+        init_forge_dir(root / "home" / ".forge")
+        ws = Workspace.open(cwd=root, repo_dir=root / "repo/.forge/memory", user_dir=root / "home/.forge/memory")
+        keys = {}
+        for item in case.get("existing") or []:
+            memory, _ = ws.add(item["text"], scope=item["scope"], category=item["category"])
+            keys[memory.id] = item["key"]
+        engine = RecallEngine(ws, embedder=embedder)
+        classifier = classifier_factory(ws) if classifier_factory else None
+        capturer = Capturer(ws, engine, classifier=classifier)
+        turns = []
+        for i, item in enumerate(case["turns"]):
+            (role, text), = item.items()
+            turns.append(Turn("case", i, role, text, None, "case.jsonl", i + 1, i + 1, 0, 0))
+        result = capturer.run(Batch(turns, "cadence", "case", "case.jsonl"))
+        written = []
+        for m in result.written:
+            relation = "new"
+            if m.supersedes:
+                relation = "supersedes:" + keys.get(m.supersedes[0], "?")
+            elif m.related:
+                relation = f"{m.related[0].relationship}:" + keys.get(m.related[0].id, "?")
+            written.append({"category": m.category, "scope": m.scope, "relation": relation, "text": m.body})
+    expected = list(case.get("expect") or [])
+    unmatched = list(written)
+    matched, missed = 0, []
+    changes = sum(1 for e in expected if str(e.get("relation", "")).startswith("supersedes"))
+    superseded = 0
+    for want in expected:
+        hit = next((w for w in unmatched if _matches(want, w)), None)
+        if hit is None:
+            missed.append(want)
+            continue
+        unmatched.remove(hit)
+        matched += 1
+        if str(want.get("relation", "")).startswith("supersedes"):
+            superseded += 1
+    return CaseResult(case["name"], len(expected), written, matched, missed, unmatched, changes, superseded)
+
+
+def _matches(want: dict, got: dict) -> bool:
+    if want["category"] != got["category"] or want["scope"] != got["scope"]:
+        return False
+    if any(word.lower() not in got["text"].lower() for word in want.get("words", [])):
+        return False
+    relation = want.get("relation", "new")
+    if relation == "new":
+        return not got["relation"].startswith("supersedes")
+    return got["relation"] == relation
+
+
+def score(results: list[CaseResult]) -> dict:
+    written = sum(len(r.written) for r in results)
+    expected = sum(r.expected for r in results)
+    matched = sum(r.matched for r in results)
+    changes = sum(r.change_of_mind for r in results)
+    return {
+        "cases": len(results),
+        "expected": expected,
+        "written": written,
+        "correct": matched,
+        "precision": matched / written if written else 1.0,
+        "recall": matched / expected if expected else 1.0,
+        "changes_of_mind": changes,
+        "written_as_supersession": sum(r.superseded for r in results),
+    }
