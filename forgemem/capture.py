@@ -112,8 +112,9 @@ class Capturer:
             turns=len(batch.turns),
             notes=list(classification.notes),
         )
+        written_vectors: list = []
         for proposal in classification.proposals:
-            why_not = self._check(proposal)
+            why_not = self._check(proposal) or self._repeats(proposal, result.written, written_vectors)
             if why_not:
                 result.skipped.append((proposal, why_not))
                 continue
@@ -163,6 +164,26 @@ class Capturer:
             proposal.relation = "relates-to"  # a version chain never crosses scopes or forks
         if self._same_text(text, target.body):
             return f"duplicate of {target.id}"
+        return None
+
+    def _repeats(self, proposal: Proposal, written: list[Memory], vectors: list) -> str | None:
+        """A proposal saying again what this pass already wrote (said twice in one batch)."""
+        from .classify.offline import DUPLICATE_AT
+
+        for memory in written:
+            if self._same_text(proposal.text, memory.body):
+                return f"repeats {memory.id}, written in this pass"
+        embedder = self.engine.embedder
+        if embedder is None or not written:
+            return None
+        import numpy as np
+
+        vector = embedder.encode([proposal.text])[0]
+        if len(vectors) < len(written):
+            vectors.extend(embedder.encode([m.body for m in written[len(vectors):]]))
+        for memory, other in zip(written, vectors, strict=True):
+            if float(np.dot(vector, other)) >= DUPLICATE_AT:
+                return f"repeats {memory.id}, written in this pass"
         return None
 
     @staticmethod

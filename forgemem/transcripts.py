@@ -453,7 +453,7 @@ def _read_gemini(path: Path, offset: int, state: dict) -> ReadResult:
 def detect_format(path: Path) -> str | None:
     """The format of a transcript from its name and first lines; None when unknown."""
     name = path.name
-    if name.endswith(".md") and "aider" in name or name == ".aider.chat.history.md":
+    if name.endswith(".aider.chat.history.md"):
         return "aider"
     try:
         with open(path, "rb") as handle:
@@ -462,7 +462,7 @@ def detect_format(path: Path) -> str | None:
         return None
     text = head.decode("utf-8", errors="replace")
     if name.endswith(".md"):
-        return "aider" if "# aider chat started at" in text or "\n#### " in text else None
+        return "aider" if re.search(r"^# aider chat started at ", text, re.M) else None
     if name.endswith(".json"):
         return "gemini" if '"messages"' in text and '"sessionId"' in text else None
     for line in text.splitlines()[:20]:

@@ -29,6 +29,7 @@ class Batch:
     trigger: str  # cadence | compaction
     session_id: str | None = None
     path: str = ""
+    context: list[Turn] = field(default_factory=list)  # earlier turns, already classified
 
     def human_turns(self) -> list[Turn]:
         return [t for t in self.turns if t.role == "user"]

@@ -290,6 +290,10 @@ class OfflineClassifier:
         chars = 0
         previous_request = ""
         agent_answered = False
+        for turn in batch.context:  # what the first new turn may answer or point back to
+            agent_answered = turn.role != "user"
+            if turn.role == "user" and not turn.text.lstrip().startswith(("/", "!")):
+                previous_request = turn.text.strip().split("\n", 1)[0]
         for turn in batch.turns:
             if turn.role != "user":
                 agent_answered = True
