@@ -17,6 +17,9 @@ CONFIG_NAME = "config.yaml"
 class Config:
     cadence_turns: int = 5
     classifier_model: str = ""
+    classifier_base_url: str = ""
+    classifier_api_key_env: str = ""
+    classifier_timeout: int = 30
     embedding_model: str = ""
     retrieval_top_k: int = 10
     retrieval_hop_depth: int = 1
@@ -29,6 +32,9 @@ class Config:
 _RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
     "cadence_turns": (int, (1, 10)),
     "classifier_model": (str, None),
+    "classifier_base_url": (str, None),
+    "classifier_api_key_env": (str, None),
+    "classifier_timeout": (int, (1, 600)),
     "embedding_model": (str, None),
     "retrieval_top_k": (int, (1, 1000)),
     "retrieval_hop_depth": (int, (0, 5)),

@@ -203,6 +203,7 @@ class Observer:
         fmt: str | None = None,
         cadence: int | None = None,
         state: ObserverState | None = None,
+        capturer: Capturer | None = None,
     ):
         if fmt is not None and fmt not in FORMATS:
             from .errors import UsageError
@@ -213,7 +214,7 @@ class Observer:
         self.fmt = fmt
         self.cadence = cadence or workspace.config.cadence_turns
         self.state = state or ObserverState(state_path(workspace))
-        self._capturer: Capturer | None = None
+        self._capturer = capturer
 
     # ------------------------------------------------------------ finding transcripts
 

@@ -176,7 +176,7 @@ class _Builder:
         if pending:
             self._emit(
                 ASSISTANT,
-                pending["text"],
+                pending["text"].strip(),
                 pending["timestamp"],
                 pending["line_start"],
                 pending["line_end"],

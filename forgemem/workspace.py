@@ -205,7 +205,7 @@ class Workspace:
         never touched. Scope and category default to the predecessor's.
         """
         from . import memfile
-        from .secrets import redact
+        from .secrets import redact, redact_value
 
         snap = snapshot or self.load()
         old = [snap.resolve(ref) for ref in supersedes]
@@ -241,7 +241,9 @@ class Workspace:
                 raise UsageError(f"confidence must be from 0 to 1, not {confidence}")
             extra["confidence"] = confidence
         if source is not None:
-            extra["source"] = redact(source)[0] if isinstance(source, str) else source
+            source, source_found = redact_value(source)
+            found = found + source_found
+            extra["source"] = source
         if status is not None:
             extra["status"] = status
         memory = Memory(
