@@ -55,8 +55,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "env-secret",
         re.compile(
-            r"(?m)(?P<keep>^\s*(?:export\s+)?[A-Za-z0-9_]*(?:SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
-            r"PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH)[A-Za-z0-9_]*\s*=\s*[\"']?)(?!\[REDACTED)[^\s\"']{4,}"
+            r"(?P<keep>(?<![A-Za-z0-9_])[A-Z0-9_]*(?:SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
+            r"PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH)[A-Z0-9_]*\s*=\s*[\"']?)(?!\[REDACTED)[^\s\"']{4,}"
         ),
     ),
     (
