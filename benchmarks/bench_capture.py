@@ -62,7 +62,7 @@ def real_transcripts(folder: Path, embedder) -> None:
         for path in observer.transcripts():
             read = observer.poll(path, final=True)
             passes = []
-            observer.run_pending(lambda row, result: passes.append(result))
+            observer.run_pending(lambda row, result, passes=passes: passes.append(result))
             row = observer.state.transcript(str(path))
             written = [m for r in passes if r for m in r.written]
             seconds = [r.seconds for r in passes if r]

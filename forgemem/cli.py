@@ -838,6 +838,10 @@ def observe(
     if not targets and not status:
         raise UsageError("name transcript files or folders to observe, or pass --claude-code")
     observer = Observer(state.workspace(), targets, fmt=fmt, cadence=cadence)
+    if not status:
+        from .capture import make_classifier
+
+        make_classifier(state.workspace())  # a bad classifier setting fails here, not in every pass
     if status:
         _print_observe_status(observer.status(), as_json)
         return

@@ -254,3 +254,11 @@ def test_observe_uses_the_configured_model_end_to_end(server, tmp_path, cli, mon
     [p] = result.json()["passes"]
     assert p["classifier"] == "openai:gpt-test" and p["written"][0]["content"].startswith("In this repo")
     assert isinstance(make_classifier(ws), LLMClassifier)
+
+
+def test_observe_fails_fast_on_a_bad_classifier_setting(tmp_path, cli, monkeypatch):
+    ws = configure(tmp_path, "bogus:model", "http://127.0.0.1:1")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
+    result = cli("--repo-dir", str(ws.stores["repo"].memory_dir), "observe", "--once", str(transcript))
+    assert result.code == 2 and "unknown provider 'bogus'" in result.err
