@@ -873,12 +873,17 @@ def observe(
             written = sum(len(r["written"]) for r in results)
             err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {written} memor{'y' if written == 1 else 'ies'}")
         return
+    import signal
+
     stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())  # a service manager's stop
     err.print(f"watching {len(targets)} path(s); capture every {observer.cadence} exchange(s); Ctrl-C stops")
     try:
         observer.watch(stop, on_result=report)
     except KeyboardInterrupt:
-        stop.set()
+        stop.set()  # watch() has let the running pass finish; the rest stays pending for next time
+    err.print("stopped watching")
 
 
 def _short_path(path: str) -> str:

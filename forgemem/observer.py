@@ -42,6 +42,7 @@ ARC_TURNS = 400  # turns of the current goal arc kept for a compaction pass
 CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
 QUEUE_SIZE = 4  # passes waiting in memory for the worker; the rest wait in the database
 MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
+STALE_SECONDS = 900  # a pass "running" this long belongs to an observer that died: run it again
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ CREATE TABLE IF NOT EXISTS passes (
     context TEXT NOT NULL DEFAULT '[]',
     status TEXT NOT NULL DEFAULT 'pending',
     created REAL NOT NULL,
+    started REAL,
     finished REAL,
     classifier TEXT,
     chars_sent INTEGER,
@@ -158,8 +160,11 @@ class ObserverState:
         return self.connection.execute("SELECT * FROM transcripts ORDER BY path").fetchall()
 
     def pending(self, limit: int = 1000) -> list[sqlite3.Row]:
+        """Passes waiting to run (and any left "running" by an observer that died), oldest first."""
         return self.connection.execute(
-            "SELECT * FROM passes WHERE status = 'pending' ORDER BY id LIMIT ?", (limit,)
+            "SELECT * FROM passes WHERE status = 'pending' OR (status = 'running' AND started < ?)"
+            " ORDER BY id LIMIT ?",
+            (time.time() - STALE_SECONDS, limit),
         ).fetchall()
 
     def passes(self, path: str | None = None, limit: int = 20) -> list[sqlite3.Row]:
@@ -168,6 +173,19 @@ class ObserverState:
         else:
             sql, args = "SELECT * FROM passes WHERE path = ? ORDER BY id DESC LIMIT ?", (path, limit)
         return self.connection.execute(sql, args).fetchall()
+
+    def claim(self, pass_id: int) -> bool:
+        """Take a pending pass for this process; False if another observer has it, or has one of
+        the same transcript running (one transcript's passes never run at the same time)."""
+        now = time.time()
+        cursor = self.connection.execute(
+            "UPDATE passes SET status = 'running', started = ? WHERE id = ?"
+            " AND (status = 'pending' OR (status = 'running' AND started < ?))"
+            " AND NOT EXISTS (SELECT 1 FROM passes AS other WHERE other.path = passes.path"
+            " AND other.id != passes.id AND other.status = 'running' AND other.started >= ?)",
+            (now, pass_id, now - STALE_SECONDS, now - STALE_SECONDS),
+        )
+        return cursor.rowcount == 1
 
     def finish(self, pass_id: int, result: PassResult | None, error: str | None = None) -> None:
         if result is None:
@@ -252,6 +270,20 @@ class Observer:
             size = path.stat().st_size
         except OSError:
             return 0
+        conn = self.state.connection
+        conn.execute("BEGIN IMMEDIATE")  # two observers (say, two hooks) take turns per transcript
+        try:
+            read = self._poll_locked(path, key, identity, size, compaction, final)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return read
+
+    def _poll_locked(
+        self, path: Path, key: str, identity: tuple[int, int], size: int, compaction: bool, final: bool
+    ) -> int:
+        conn = self.state.connection
         row = self.state.transcript(key)
         if row is None:
             fmt = self.format_of(path)
@@ -268,57 +300,50 @@ class Observer:
         result = read_new(path, row["format"], row["offset"], json.loads(row["state"]))
         humans, humans_at_pass = row["humans"], row["humans_at_pass"]
         compactions = row["compactions"]
-        conn = self.state.connection
         read = 0
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for event in result.events:
-                if isinstance(event, Compaction):
-                    self._record_pass(key, "compaction", event.session_id)
-                    conn.execute("DELETE FROM arc WHERE path = ?", (key,))
-                    humans_at_pass = humans
-                    compactions += 1
-                    continue
-                read += 1
-                conn.execute(
-                    "INSERT OR REPLACE INTO arc (path, turn, data) VALUES (?, ?, ?)",
-                    (key, event.index, json.dumps(_turn_to_json(event))),
-                )
-                if event.role == "user":
-                    humans += 1
-                    if humans - humans_at_pass >= self.cadence:
-                        self._record_pass(key, "cadence", event.session_id, humans - humans_at_pass)
-                        humans_at_pass = humans
-            if final and humans > humans_at_pass and not compaction:
-                self._record_pass(key, "cadence", result.state.get("session"), humans - humans_at_pass)
-                humans_at_pass = humans
-            if compaction:
-                self._record_pass(key, "compaction", result.state.get("session"))
+        for event in result.events:
+            if isinstance(event, Compaction):
+                self._record_pass(key, "compaction", event.session_id)
                 conn.execute("DELETE FROM arc WHERE path = ?", (key,))
                 humans_at_pass = humans
                 compactions += 1
+                continue
+            read += 1
             conn.execute(
-                "DELETE FROM arc WHERE path = ? AND turn < ?", (key, result.state.get("turns", 0) - ARC_TURNS)
+                "INSERT OR REPLACE INTO arc (path, turn, data) VALUES (?, ?, ?)",
+                (key, event.index, json.dumps(_turn_to_json(event))),
             )
-            conn.execute(
-                "UPDATE transcripts SET offset = ?, size = ?, state = ?, humans = ?, humans_at_pass = ?,"
-                " compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
-                (
-                    result.offset,
-                    size,
-                    json.dumps(result.state),
-                    humans,
-                    humans_at_pass,
-                    compactions,
-                    result.state.get("turns", 0),
-                    time.time(),
-                    key,
-                ),
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            if event.role == "user":
+                humans += 1
+                if humans - humans_at_pass >= self.cadence:
+                    self._record_pass(key, "cadence", event.session_id, humans - humans_at_pass)
+                    humans_at_pass = humans
+        if final and humans > humans_at_pass and not compaction:
+            self._record_pass(key, "cadence", result.state.get("session"), humans - humans_at_pass)
+            humans_at_pass = humans
+        if compaction:
+            self._record_pass(key, "compaction", result.state.get("session"))
+            conn.execute("DELETE FROM arc WHERE path = ?", (key,))
+            humans_at_pass = humans
+            compactions += 1
+        conn.execute(
+            "DELETE FROM arc WHERE path = ? AND turn < ?", (key, result.state.get("turns", 0) - ARC_TURNS)
+        )
+        conn.execute(
+            "UPDATE transcripts SET offset = ?, size = ?, state = ?, humans = ?, humans_at_pass = ?,"
+            " compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
+            (
+                result.offset,
+                size,
+                json.dumps(result.state),
+                humans,
+                humans_at_pass,
+                compactions,
+                result.state.get("turns", 0),
+                time.time(),
+                key,
+            ),
+        )
         return read
 
     def _reset(self, key: str, fmt: str, identity: tuple[int, int]) -> None:
@@ -365,7 +390,10 @@ class Observer:
         return self._capturer
 
     def run_pass(self, row: sqlite3.Row) -> PassResult | None:
-        """Run one recorded pass and store its result (a failure is stored, not raised)."""
+        """Run one recorded pass, claimed by this process, and store its result.
+
+        A failure is stored (see `status`), not raised.
+        """
         turns = [Turn(**t) for t in json.loads(row["turns"])]
         context = [Turn(**t) for t in json.loads(row["context"])]
         batch = Batch(turns, row["trigger"], row["session"], row["path"], context=context)
@@ -381,6 +409,8 @@ class Observer:
         """Run every pending pass in order, inline. Returns how many ran."""
         count = 0
         for row in self.state.pending():
+            if not self.state.claim(row["id"]):
+                continue  # another observer runs it
             result = self.run_pass(row)
             count += 1
             if on_result:
@@ -434,19 +464,24 @@ class Observer:
                             wake.set()
 
         def worker() -> None:
-            self.capturer  # noqa: B018 - load the model before the first pass needs it
+            try:
+                self.capturer.engine.refresh()  # load the model and index before the first pass needs them
+            except Exception:  # noqa: BLE001 - the pass itself will record what is wrong
+                pass
             while True:
                 pass_id = work.get()
                 if pass_id is None:
                     return
                 row = self.state.connection.execute("SELECT * FROM passes WHERE id = ?", (pass_id,)).fetchone()
-                if row is not None and row["status"] == "pending":
+                ran = row is not None and self.state.claim(pass_id)
+                if ran:
                     result = self.run_pass(row)
                     if on_result:
                         on_result(row, result)
                 with lock:
                     queued.discard(pass_id)
-                wake.set()
+                if ran:
+                    wake.set()  # more may be waiting; a pass another observer holds waits for the next tick
 
         watcher = WatchdogObserver()
         for target in self.targets:
@@ -530,8 +565,7 @@ class Observer:
                     "exchanges": row["humans"],
                     "since_last_pass": row["humans"] - row["humans_at_pass"],
                     "compactions": row["compactions"],
-                    "passes": {"pending": counts.get("pending", 0), "done": counts.get("done", 0),
-                               "failed": counts.get("failed", 0)},
+                    "passes": {k: counts.get(k, 0) for k in ("pending", "running", "done", "failed")},
                     "chars_sent": cost[0],
                     "classifier_seconds": round(cost[1], 3),
                     "recent": [_pass_summary(p) for p in passes],
