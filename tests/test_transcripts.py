@@ -242,3 +242,14 @@ def test_every_real_transcript_has_a_detected_format():
             assert detect_format(path) is not None, path
     assert detect_format(REAL / "PROVENANCE.md") is None
     shutil.disk_usage(REAL)  # the folder is readable
+
+
+def test_codex_fixture_injected_context_tool_calls_and_compaction():
+    path = FIXTURES / "codex_small.jsonl"
+    assert detect_format(path) == "codex"
+    events = read_all(path)
+    assert humans(events) == ["we always use pnpm, never npm", "continue"]  # said once, not per copy
+    assert assistants(events) == ["Switching the scripts to pnpm."]
+    [compaction] = [e for e in events if isinstance(e, Compaction)]
+    assert compaction.line == 10 and compaction.session_id == "cx-1"
+    assert all(e.session_id == "cx-1" for e in events)

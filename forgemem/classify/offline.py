@@ -45,7 +45,8 @@ _FACT = _any(
     r"\bmy name(?:'s| is)\b",
     r"\bi(?:'m| am) (?:a|an|the) (?!bit\b|little\b|fan\b|big fan\b)[a-z-]+(?: [a-z-]+)? "
     r"(?:developer|engineer|designer|maintainer|lead|manager|owner|student|scientist|admin|"
-    r"architect|consultant|contractor|founder|researcher|programmer)\b",
+    r"architect|consultant|contractor|founder|researcher|programmer|person|analyst|intern|freelancer)\b",
+    r"\bi(?:'m| am) (?:a|an) (?:sre|devops|qa|pm|cto|ceo|dba|ux|ui|ml|data|site reliability)\b",
     r"\bi(?:'m| am) (?:the|a|an) (?:maintainer|lead|owner|author|founder)\b",
     r"\bi(?:'m| am) (?:based|located) in\b",
     r"\bi live in\b",
@@ -64,10 +65,14 @@ _DECISION = _any(
     r"\b(?:the|our) decision (?:is|was)\b",
     r"\bwe use \S+ (?:as|for) (?:the|our)\b",
 )
-_RATIONALE = _any(r"\bbecause\b", r"\bsince\b", r"\bso that\b", r"\bso the\b", r"\bas it\b", r"\bto avoid\b")
+_RATIONALE = _any(
+    r"\bbecause\b", r"\bsince\b", r"\bso that\b", r"\bso the\b", r"\bas it\b", r"\bto avoid\b",
+    r"\btoo (?:much|slow|complex|heavy|risky|expensive)\b", r"\boverkill\b", r"\bsimpler\b",
+)
 _ARCHITECTURE = _any(
     r"\b(?:database|db|queue|cache|framework|library|orm|api|architecture|service|storage|backend|"
-    r"frontend|ui|spa|auth|broker|stack|protocol|schema|deploy\w*|infrastructure)\b",
+    r"frontend|ui|spa|auth|broker|stack|protocol|schema|deploy\w*|infrastructure|tables?|models?|"
+    r"sourcing|pattern|monolith|microservices?|serverless|runtime|language|cloud)\b",
     r"\b(?:postgres\w*|mysql|sqlite|mongo\w*|redis|kafka|rabbitmq|graphql|grpc|rest|react|vue|"
     r"htmx|django|flask|fastapi|rails|kubernetes|docker|terraform|celery)\b",
 )
@@ -75,6 +80,8 @@ _CONVENTION = _any(
     r"\b(?:we|our team|the team) (?:always|never|usually|don't|do not|prefer|keep|put|name|write|"
     r"follow|run|lint|format|use|store|tag|squash|rebase|deploy|release)\b",
     r"\bour (?:convention|style|rule|standard|policy|practice|workflow)\b",
+    r"\b(?:all |every one of )?our [\w-]+(?: [\w-]+)? (?:are|is|live|go|use|follow|must|should|need)\b",
+    r"\b[\w-]+(?: [\w-]+)? in this (?:repo|repository|project|codebase) (?:are|is|follow|use|must|should)\b",
     r"\bin this (?:repo|repository|project|codebase|team)\b",
     r"\b(?:the )?convention (?:here )?is\b",
     r"\bby convention\b",
@@ -82,11 +89,13 @@ _CONVENTION = _any(
     r"\b(?:commit messages?|branch names?|pr titles?|changelog entries) (?:should|must|use|follow|start|go)\b",
 )
 _CORRECTION_START = re.compile(
-    r"^(?:no|nope|wrong|not quite|not like that|that's (?:wrong|not right|incorrect|not what)|"
-    r"that is (?:wrong|not right)|don't|do not|stop|quit|avoid|never)\b",
+    r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not right|incorrect|not what)|"
+    r"that is (?:the )?(?:wrong|not right)|don't|do not|stop|quit|avoid|never)\b",
     re.I,
 )
-_NO_START = re.compile(r"^(?:no|nope|wrong|not quite|that's (?:wrong|not right|incorrect))\b", re.I)
+_NO_START = re.compile(
+    r"^(?:no|nope|wrong|not quite|that's (?:the )?(?:wrong|not right|incorrect)|that is (?:the )?wrong)\b", re.I
+)
 _CORRECTION = _any(
     r"\binstead of\b",
     r"\brather than\b",
@@ -112,6 +121,7 @@ _PREFERENCE = _any(
     r"\bin (?:the )?future\b",
     r"\bremember (?:to|that)\b",
     r"\bprefer\w*\b",
+    r"\b(?:i|we)(?:'ve| have)? (?:now )?(?:moved|switched|migrated|changed) (?:over )?(?:to|from)\b",
     r"\b(?:should|must) (?:always|never)\b",
 )
 _CHANGE_OF_MIND = _any(
