@@ -22,6 +22,7 @@ from rich.markup import escape
 from . import __version__
 from .errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
 from .model import CATEGORIES, RELATIONSHIPS, Memory, format_timestamp, utc_now
+from .views import added_json, conflicts_json, forgotten_json, linked_json, memory_json
 from .workspace import Snapshot, Workspace, default_forge_dir, init_forge_dir
 
 app = typer.Typer(
@@ -97,13 +98,6 @@ def load() -> Snapshot:
     if snap.problems:
         warn(f"{len(snap.problems)} problem(s) in the memory files; run `forgemem validate` to see them")
     return snap
-
-
-def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:
-    data = memory.to_dict()
-    data["head"] = snap.graph.is_head(memory.id)
-    data["superseded_by"] = snap.graph.superseded_by.get(memory.id, [])
-    return data
 
 
 def show_problem(problem) -> str:
@@ -190,7 +184,7 @@ def add(
     if redacted:
         warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")
     if as_json:
-        emit_json({"id": memory.id, "path": str(memory.path), "version": memory.version, "redacted": redacted})
+        emit_json(added_json(memory, redacted))
     else:
         print(f"{memory.id}\t{memory.path}")
 
@@ -306,9 +300,13 @@ def link(
     source: str = typer.Argument(..., metavar="ID", help="The memory that gets the edge."),
     target: str = typer.Argument(..., metavar="OTHER_ID", help="The memory it points at."),
     rel: str = typer.Option(..., "--rel", "-r", help=f"One of: {', '.join(RELATIONSHIPS)}."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Add a typed edge ID -> OTHER_ID (recorded in ID's `related` list)."""
     memory, other = state.workspace().link(source, target, rel)
+    if as_json:
+        emit_json(linked_json(memory, rel, other))
+        return
     print(f"{memory.id} {rel} {other.id}\t{memory.path}")
 
 
@@ -319,9 +317,15 @@ def forget(
     purge: bool = typer.Option(
         False, "--purge", help="Delete the file instead of retracting it (for secrets)."
     ),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Retract a memory with a new version that supersedes it (git keeps the trail)."""
-    memory, pointing = state.workspace().forget(memory_id, reason=reason, purge=purge)
+    target = state.workspace().load().resolve(memory_id)
+    result, pointing = state.workspace().forget(memory_id, reason=reason, purge=purge)
+    if as_json:
+        emit_json(forgotten_json(target, result, pointing, purge))
+        return
+    memory = result
     if purge:
         out.print(f"deleted {memory.path}")
         for other in pointing:
@@ -666,15 +670,7 @@ def recall(
     }
     # A running server answers in milliseconds; otherwise do the work here (with a
     # progress bar for a long first build) and start a server for the next call.
-    answer = server.ask(request) if batch is None else None
-    if answer is not None and not answer["ok"] and "exit_code" not in answer:
-        answer = None  # the server failed in a way this process may not: do the work here
-    if answer is None:
-        engines = server.Engines(on_notice=warn)
-        _refresh(engines.get(request["stores"], request["use_embeddings"]))
-        answer = server.handle(request, engines, refresh=False)
-        if batch is None:
-            server.start_in_background()
+    answer = server.answer(request, prepare=_refresh, use_server=batch is None, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
     for note in answer["notes"]:
@@ -781,6 +777,165 @@ def serve(
         out.print(f"recall server {'running' if running else 'not running'} at {server.socket_path()}")
         raise typer.Exit(0 if running else EXIT_PROBLEMS)
     server.serve(idle_timeout=idle_timeout)
+
+
+@app.command()
+def conflicts(as_json: bool = JSON_OPTION) -> None:
+    """Unresolved contradictions (both sides) and forks; exit 1 when there are any."""
+    snap = load()
+    data = conflicts_json(snap)
+    if as_json:
+        emit_json(data)
+    else:
+        from . import slash
+
+        out.print(escape(slash.conflicts(snap)))
+    if data["conflicts"] or data["forks"]:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+# ------------------------------------------------------------------ in the agent
+
+
+def _context_request(prompt: str, budget: Optional[int], k: Optional[int]) -> dict:
+    ws = state.workspace()
+    config = ws.config
+    return {
+        "op": "context",
+        "stores": {scope: str(store.memory_dir) for scope, store in ws.stores.items()},
+        "use_embeddings": True,
+        "budget": config.context_budget_tokens if budget is None else budget,
+        "queries": [{"text": prompt, "k": k or config.retrieval_top_k, "hops": config.retrieval_hop_depth}],
+    }
+
+
+@app.command()
+def context(
+    prompt: str = typer.Argument(..., metavar="QUERY", help="The prompt (or - to read it from stdin)."),
+    budget: Optional[int] = typer.Option(
+        None, "--budget", min=0, help="Most tokens the block may take (default: context_budget_tokens, 1500)."
+    ),
+    k: Optional[int] = typer.Option(None, "-k", min=1, help="Memories to consider (default: retrieval_top_k)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Print the memories that matter for a prompt as a block for an agent's context.
+
+    Nothing is printed when nothing is relevant enough (see docs/hooks.md for the
+    threshold); the block never exceeds the token budget.
+    """
+    from . import server
+
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    answer = server.answer(_context_request(prompt, budget, k), prepare=_refresh, on_notice=warn)
+    if not answer["ok"]:
+        raise ForgememError(answer["error"])
+    if as_json:
+        emit_json({key: answer[key] for key in ("context", "tokens", "ids", "left_out", "lexical_only", "notes")})
+    elif answer["context"]:
+        print(answer["context"])
+
+
+@app.command()
+def slash(line: str = typer.Argument(..., metavar='"/memory …"', help="One /memory command line.")) -> None:
+    """Run one /memory command (what agent harnesses route to forgemem); prints markdown."""
+    from . import server
+    from . import slash as slash_module
+
+    def search(query: str, k: int) -> list[dict]:
+        request = _context_request(query, 0, k) | {"op": "recall"}
+        request["queries"][0]["k"] = k
+        answer = server.answer(request, on_notice=warn)
+        if not answer["ok"]:
+            raise ForgememError(answer["error"])
+        return answer["results"][0]
+
+    print(slash_module.run(line, state.workspace(), search=search))
+
+
+@app.command()
+def hook(
+    agent: str = typer.Argument(..., help="claude-code or codex."),
+    payload: Optional[str] = typer.Argument(None, help="codex: the JSON Codex passes to its notify program."),
+) -> None:
+    """Handle an agent's hook event (Claude Code: JSON on stdin). Always exits 0: hooks fail open."""
+    from . import hooks
+
+    if agent == "claude-code":
+        try:
+            text = sys.stdin.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            hooks.log(f"claude-code hook could not read its input: {exc}")
+            return
+        output = hooks.claude_code(text)
+        if output:
+            print(output)
+    elif agent == "codex":
+        hooks.codex(payload or "")
+    else:
+        hooks.log(f"hook for unknown agent {agent!r} ignored")
+
+
+_AGENTS = ("claude-code", "codex")
+
+
+def _install_plan(agent: str, user: bool, uninstall: bool):
+    from . import install
+    from .store import find_repo_root
+
+    if agent not in _AGENTS:
+        raise UsageError(f"unknown agent {agent!r} (known: {', '.join(_AGENTS)})")
+    if agent == "claude-code":
+        folder = install.claude_dir(find_repo_root(Path.cwd()), user)
+        return (install.plan_claude_code_uninstall if uninstall else install.plan_claude_code_install)(folder)
+    config = install.codex_config_path()
+    return (install.plan_codex_uninstall if uninstall else install.plan_codex_install)(config)
+
+
+def _run_plan(plan, dry_run: bool, verb: str) -> None:
+    for note in plan.notes:
+        warn(note)
+    changed = [c for c in plan.changes if c.changed]
+    if dry_run:
+        for change in changed:
+            sys.stdout.write(change.diff())
+        if not changed:
+            err.print("nothing would change")
+        return
+    plan.apply()
+    for change in changed:
+        action = "removed" if change.after is None else ("created" if change.before is None else "updated")
+        out.print(f"{action} {escape(str(change.path))}")
+    if changed:
+        err.print(f"forgemem {verb}")
+
+
+@app.command()
+def install(
+    agent: str = typer.Argument(..., help="claude-code or codex."),
+    user: bool = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff; change nothing."),
+) -> None:
+    """Wire forgemem into an agent: hooks and the /forgemem command (Claude Code), notify + MCP (Codex)."""
+    _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
+
+
+@app.command()
+def uninstall(
+    agent: str = typer.Argument(..., help="claude-code or codex."),
+    user: bool = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff; change nothing."),
+) -> None:
+    """Remove exactly what `forgemem install` added."""
+    _run_plan(_install_plan(agent, user, uninstall=True), dry_run, "uninstalled")
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the memory over the Model Context Protocol on stdio (needs `pip install forgemem[mcp]`)."""
+    from .mcp_server import build_server
+
+    build_server(state.workspace()).run("stdio")
 
 
 # ------------------------------------------------------------------ capture

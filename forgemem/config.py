@@ -23,6 +23,8 @@ class Config:
     embedding_model: str = ""
     retrieval_top_k: int = 10
     retrieval_hop_depth: int = 1
+    context_budget_tokens: int = 1500
+    hook_timeout_ms: int = 2000
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -38,6 +40,8 @@ _RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
     "embedding_model": (str, None),
     "retrieval_top_k": (int, (1, 1000)),
     "retrieval_hop_depth": (int, (0, 5)),
+    "context_budget_tokens": (int, (0, 100_000)),
+    "hook_timeout_ms": (int, (50, 60_000)),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}
 

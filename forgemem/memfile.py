@@ -347,7 +347,8 @@ def dumps(memory: Memory) -> str:
     return f"---\n{front}---\n{body}\n"
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a file so that a crash leaves the old or the new text, never half of one."""
     data = text.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -377,7 +378,7 @@ def write_new(memory: Memory, path: Path) -> Path:
     """Write a memory to a new file; an existing file is never replaced."""
     if path.exists():
         raise ForgememError(f"{path} already exists; refusing to overwrite it")
-    _atomic_write(path, dumps(memory))
+    atomic_write_text(path, dumps(memory))
     memory.path = path
     return path
 
@@ -395,7 +396,7 @@ def rewrite(memory: Memory) -> Path:
         raise ForgememError(
             f"{memory.path} now holds {current.id}, not {memory.id}; refusing to overwrite it"
         )
-    _atomic_write(memory.path, dumps(memory))
+    atomic_write_text(memory.path, dumps(memory))
     return memory.path
 
 

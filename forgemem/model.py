@@ -168,3 +168,21 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def short_ids(ids, length: int = 8) -> dict[str, str]:
+    """For each id, the shortest prefix (without `mem_`, at least `length` characters)
+    that no other of these ids shares: what a chat pane shows and `resolve` accepts."""
+    bare = sorted({i.removeprefix("mem_") for i in ids})
+    result = {}
+    for n, memory_id in enumerate(bare):
+        need = length
+        for other in (bare[n - 1] if n else "", bare[n + 1] if n + 1 < len(bare) else ""):
+            common = 0
+            while common < min(len(other), len(memory_id)) and other[common] == memory_id[common]:
+                common += 1
+            need = max(need, common + 1)
+        result[f"mem_{memory_id}"] = memory_id[:need]
+    for memory_id in ids:  # also under the exact spelling given (with or without mem_)
+        result[memory_id] = result[f"mem_{memory_id.removeprefix('mem_')}"]
+    return result

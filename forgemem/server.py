@@ -18,6 +18,9 @@ Protocol: one JSON object per line each way. A request is
 "use_embeddings": ..., "queries": [{"text", "k", "scope", "category", "tags",
 "hops", "history"}]}`; the answer is `{"ok": true, "lexical_only": ...,
 "notes": [...], "results": [[hit, ...], ...]}` or `{"ok": false, "error": ...}`.
+`{"op": "context", ..., "queries": [one query], "budget": N}` answers with the
+rendered block instead (`forgemem.context`): `{"ok": true, "context", "tokens",
+"ids", "left_out", ...}`.
 This module imports only the standard library until a request is handled.
 """
 
@@ -98,7 +101,7 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
     from .recall import Query
 
     try:
-        if request.get("op") != "recall":
+        if request.get("op") not in ("recall", "context"):
             return {"ok": False, "error": f"unknown request {request.get('op')!r}"}
         engine = engines.get(request["stores"], request.get("use_embeddings", True))
         if refresh and engine.refresh_if_changed():
@@ -119,12 +122,44 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
             for note in result.notes:
                 if note not in notes:
                     notes.append(note)
+        if request["op"] == "context":
+            from .context import render
+
+            block = render(
+                answers[0], lexical_only, request.get("budget", 1500), engine.workspace.config.embedding_model
+            )
+            return {"ok": True, "lexical_only": lexical_only, "notes": notes, **block.to_dict()}
         return {"ok": True, "lexical_only": lexical_only, "notes": notes, "results": answers}
     except ForgememError as exc:
         return {"ok": False, "error": str(exc), "exit_code": exc.exit_code}
 
 
 # ------------------------------------------------------------------ client
+
+
+def answer(request: dict, prepare=None, use_server: bool = True, on_notice=None,
+           timeout: float = ANSWER_TIMEOUT, start_first: bool = False) -> dict:
+    """Ask the running server; failing that, answer in this process and start a server for next time.
+
+    `prepare(engine)` runs before an in-process answer (the CLI shows a progress
+    bar for a first index build there). `start_first` starts the server before
+    answering here, for callers that may give up on the answer (hooks).
+    """
+    reply = ask(request, timeout=timeout) if use_server else None
+    if reply is not None and not reply["ok"] and "exit_code" not in reply:
+        reply = None  # the server failed in a way this process may not: do the work here
+    if reply is None and use_server and start_first:
+        start_in_background()
+        use_server = False
+    if reply is None:
+        engines = Engines(on_notice=on_notice)
+        engine = engines.get(request["stores"], request.get("use_embeddings", True))
+        (prepare or (lambda e: e.refresh()))(engine)
+        reply = handle(request, engines, refresh=False)
+        if use_server:
+            start_in_background()
+    return reply
+
 
 
 def ask(request: dict, timeout: float = ANSWER_TIMEOUT) -> dict | None:

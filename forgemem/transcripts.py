@@ -88,9 +88,13 @@ _INJECTED_PREFIXES = (
 )
 
 
+#: memories forgemem itself injected (forgemem.context): never captured again
+_FORGEMEM_CONTEXT = re.compile(r"<forgemem-context>.*?(?:</forgemem-context>|\Z)", re.S)
+
+
 def clean_text(text: str) -> str:
-    """Strip `<system-reminder>` fragments and surrounding blank space."""
-    return _SYSTEM_REMINDER.sub("", text).strip()
+    """Strip `<system-reminder>` fragments, forgemem's own context blocks, surrounding blank space."""
+    return _FORGEMEM_CONTEXT.sub("", _SYSTEM_REMINDER.sub("", text)).strip()
 
 
 def human_text(text: str) -> str | None:

@@ -1,0 +1,183 @@
+"""Agent hooks: Claude Code's hook JSON in, context out, capture in the background.
+
+`forgemem hook claude-code` reads one hook event on stdin:
+
+| event | what forgemem does |
+|---|---|
+| `UserPromptSubmit` | recall for `prompt`; the context block goes out as `hookSpecificOutput.additionalContext` |
+| `SessionStart` with `source: compact` | the same, for the last human turns of `transcript_path` (re-inject after compaction) |
+| `PreCompact` | a compaction capture pass over `transcript_path`, in a background process |
+| `Stop` | a cadence check over `transcript_path` (a pass if enough exchanges are new), in the background |
+| `SessionEnd` | a final cadence pass (exchanges short of the cadence too), in the background |
+
+Hooks fail open: whatever goes wrong, the exit status is 0 with nothing
+injected, and a line goes to `hooks.log` in the cache. A recall slower than
+`hook_timeout_ms` (default 2 s) is abandoned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+LOG_NAME = "hooks.log"
+LOG_LIMIT = 256 * 1024  # the log is cut in half when it grows past this
+RECENT_TURNS = 3  # human turns used as the query after a compaction
+
+
+def log_path() -> Path:
+    return Path.home() / ".forge" / "cache" / LOG_NAME
+
+
+def log(message: str) -> None:
+    """One line in the hooks log; never raises."""
+    try:
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > LOG_LIMIT:
+            data = path.read_bytes()
+            path.write_bytes(data[len(data) // 2:])
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{stamp} {message}\n")
+    except OSError:
+        pass
+
+
+def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
+    """Handle one Claude Code hook event; returns what to print (possibly nothing)."""
+    try:
+        payload = json.loads(stdin_text)
+        if not isinstance(payload, dict):
+            raise ValueError("the hook input is not a JSON object")
+        event = payload.get("hook_event_name", "")
+        cwd = Path(payload.get("cwd") or os.getcwd())
+        if event == "UserPromptSubmit":
+            return _inject(event, str(payload.get("prompt") or ""), cwd, timeout_ms)
+        if event == "SessionStart":
+            if payload.get("source") != "compact":
+                return ""
+            query = recent_human_text(payload.get("transcript_path"))
+            return _inject(event, query, cwd, timeout_ms) if query else ""
+        transcript = payload.get("transcript_path")
+        if event == "PreCompact" and transcript:
+            capture_in_background(cwd, transcript, "--compaction")
+        elif event == "SessionEnd" and transcript:
+            capture_in_background(cwd, transcript, "--final")
+        elif event == "Stop" and transcript:
+            capture_in_background(cwd, transcript)
+        return ""
+    except Exception as exc:  # noqa: BLE001 - hooks fail open
+        log(f"claude-code hook failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        return ""
+
+
+def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
+    if not query.strip():
+        return ""
+    block = context_for(query, cwd, timeout_ms)
+    if not block:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}})
+
+
+def context_for(query: str, cwd: Path, timeout_ms: int | None = None) -> str:
+    """The context block for `query` in the stores seen from `cwd`; "" if none, or too slow."""
+    from . import server
+    from .workspace import Workspace
+
+    workspace = Workspace.open(cwd=cwd)
+    config = workspace.config
+    limit = (timeout_ms if timeout_ms is not None else config.hook_timeout_ms) / 1000
+    request = {
+        "op": "context",
+        "stores": {scope: str(store.memory_dir) for scope, store in workspace.stores.items() if store.exists()},
+        "use_embeddings": True,
+        "budget": config.context_budget_tokens,
+        "queries": [{"text": query[:4000], "k": config.retrieval_top_k, "hops": config.retrieval_hop_depth}],
+    }
+    if not request["stores"]:
+        return ""
+    result: dict = {}
+
+    def work() -> None:
+        try:
+            result["answer"] = server.answer(request, on_notice=log, timeout=limit, start_first=True)
+        except Exception as exc:  # noqa: BLE001 - reported below, in the log
+            result["error"] = f"{type(exc).__name__}: {exc}"
+
+    thread = threading.Thread(target=work, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        log(f"recall took longer than {limit:.1f} s; nothing injected (a server is starting for next time)")
+        return ""
+    if "error" in result:
+        log(f"recall failed: {result['error']}")
+        return ""
+    answer = result["answer"]
+    if not answer.get("ok"):
+        log(f"recall failed: {answer.get('error')}")
+        return ""
+    log(f"injected {len(answer['ids'])} memories, {answer['tokens']} tokens, "
+        f"{1000 * (time.monotonic() - started):.0f} ms")
+    return answer["context"]
+
+
+def recent_human_text(transcript: str | None) -> str:
+    """The last few human turns of a transcript (the query after a compaction)."""
+    if not transcript:
+        return ""
+    from .transcripts import Turn, detect_format, read_all
+
+    path = Path(transcript)
+    if not path.is_file():
+        return ""
+    fmt = detect_format(path)
+    if fmt is None:
+        return ""
+    turns = [e for e in read_all(path, fmt) if isinstance(e, Turn) and e.role == "user"]
+    return "\n".join(t.text for t in turns[-RECENT_TURNS:] if not t.text.startswith("/"))
+
+
+def capture_in_background(cwd: Path, transcript: str, *flags: str) -> None:
+    """`forgemem observe --once [flags] TRANSCRIPT` in a detached process: the agent never waits."""
+    command = [sys.executable, "-m", "forgemem", "observe", "--once", *flags, transcript]
+    path = log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=handle,
+            start_new_session=True,
+        )
+    log(f"started: observe --once {' '.join(flags)} {transcript}")
+
+
+def codex(payload_text: str) -> None:
+    """Codex's `notify` program: after a turn, capture from that session's rollout in the background."""
+    try:
+        payload = json.loads(payload_text) if payload_text else {}
+        if not isinstance(payload, dict) or payload.get("type") != "agent-turn-complete":
+            return
+        thread = str(payload.get("thread-id") or "")
+        rollout = find_codex_rollout(thread) if thread else None
+        if rollout is None:
+            log(f"codex notify: no rollout found for thread {thread!r}")
+            return
+        capture_in_background(Path(payload.get("cwd") or os.getcwd()), str(rollout))
+    except Exception as exc:  # noqa: BLE001 - hooks fail open
+        log(f"codex hook failed: {type(exc).__name__}: {exc}")
+
+
+def find_codex_rollout(thread_id: str) -> Path | None:
+    """The rollout file of a Codex session: `$CODEX_HOME/sessions/**/rollout-*-<thread id>.jsonl`."""
+    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    matches = sorted((home / "sessions").rglob(f"rollout-*{thread_id}.jsonl"))
+    return matches[-1] if matches else None

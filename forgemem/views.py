@@ -1,0 +1,44 @@
+"""JSON views of memories and operations: one shape for `--json`, `/memory` tools and MCP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Memory
+from .workspace import Snapshot
+
+
+def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:
+    """A memory as `forgemem show --json` prints it."""
+    data = memory.to_dict()
+    data["head"] = snap.graph.is_head(memory.id)
+    data["superseded_by"] = snap.graph.superseded_by.get(memory.id, [])
+    return data
+
+
+def added_json(memory: Memory, redacted: list[str]) -> dict[str, Any]:
+    return {"id": memory.id, "path": str(memory.path), "version": memory.version, "redacted": redacted}
+
+
+def linked_json(memory: Memory, relationship: str, other: Memory) -> dict[str, Any]:
+    return {"id": memory.id, "relationship": relationship, "target": other.id, "path": str(memory.path)}
+
+
+def forgotten_json(memory: Memory, result: Memory, pointing: list[Memory], purged: bool) -> dict[str, Any]:
+    if purged:
+        return {"id": memory.id, "purged": True, "path": str(memory.path),
+                "still_referenced_by": [m.id for m in pointing]}
+    return {"id": memory.id, "purged": False, "retraction": result.id, "path": str(result.path)}
+
+
+def conflicts_json(snap: Snapshot) -> dict[str, Any]:
+    """Unresolved contradictions (both sides) and forks, as `forgemem conflicts --json` prints them."""
+    graph = snap.graph
+    return {
+        "conflicts": [
+            {"a": memory_json(snap, graph.memories[e.source]), "b": memory_json(snap, graph.memories[e.target])}
+            for e in graph.contradictions()
+            if e.source in graph.memories and e.target in graph.memories
+        ],
+        "forks": [{"base": base, "heads": heads} for base, heads in graph.forks().items()],
+    }
