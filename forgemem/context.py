@@ -92,8 +92,6 @@ def line_for(hit: dict, short: dict[str, str]) -> str:
 
 def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, model: str = "") -> ContextBlock:
     """The context block for recall hits (best first), within `budget` tokens."""
-    if budget <= 0:
-        return ContextBlock("", 0)
     chosen = [h for h in hits if relevant(h, lexical_only)]
     ids = {h["id"] for h in chosen}
     by_id = {h["id"]: h for h in hits}
@@ -102,8 +100,8 @@ def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, m
             if other in by_id and other not in ids:
                 chosen.append(by_id[other])
                 ids.add(other)
-    if not chosen:
-        return ContextBlock("", 0)
+    if not chosen or budget <= 0:
+        return ContextBlock("", 0, left_out=len(chosen))
     short = short_ids([h["id"] for h in hits] + [c for h in hits for c in h.get("conflicts", [])])
     frame = f"{OPEN}\n{PREAMBLE}\n{CLOSE}"
     used = count_tokens(frame, model) + 2  # the newlines around the lines

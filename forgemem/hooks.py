@@ -59,7 +59,10 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
         event = payload.get("hook_event_name", "")
         cwd = Path(payload.get("cwd") or os.getcwd())
         if event == "UserPromptSubmit":
-            return _inject(event, str(payload.get("prompt") or ""), cwd, timeout_ms)
+            prompt = payload.get("prompt")
+            if not isinstance(prompt, str):
+                raise ValueError("UserPromptSubmit input has no prompt string")
+            return _inject(event, prompt, cwd, timeout_ms)
         if event == "SessionStart":
             if payload.get("source") != "compact":
                 return ""

@@ -309,11 +309,13 @@ def plan_codex_uninstall(config: Path) -> Plan:
         plan.notes.append("forgemem is not installed there; nothing to remove")
         return plan
     out, inside = [], False
-    for line in before.splitlines(keepends=True):
+    lines = before.splitlines(keepends=True)
+    for n, line in enumerate(lines):
         if line.rstrip("\n") == CODEX_BEGIN:
             inside = True
-            if out and out[-1] == "\n":
-                out.pop()  # the blank line install put before its block
+            following = lines[n + 1] if n + 1 < len(lines) else ""
+            if following.startswith("[mcp_servers.forgemem]") and out and out[-1] == "\n":
+                out.pop()  # the blank line install put before its table
             continue
         if inside and line.rstrip("\n") == CODEX_END:
             inside = False

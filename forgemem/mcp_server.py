@@ -8,6 +8,7 @@ after the first take milliseconds.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from .errors import ForgememError
@@ -17,6 +18,7 @@ from .workspace import Workspace
 def build_server(workspace: Workspace):
     try:
         from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         raise ForgememError(
             "the MCP server needs the mcp package (2.x): pip install 'forgemem[mcp]'"
@@ -40,7 +42,19 @@ def build_server(workspace: Workspace):
     def dump(data) -> str:
         return json.dumps(data, indent=2, ensure_ascii=False)
 
-    @server.tool()
+    def tool(function):
+        """A tool whose forgemem errors (bad id, unknown category, …) reach the client as their message."""
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except ForgememError as exc:
+                raise ToolError(str(exc)) from None
+
+        return server.tool()(wrapper)
+
+    @tool
     def recall(query: str, k: int = 0, scope: str = "", category: str = "") -> str:
         """Find the memories that matter for a question (hybrid lexical + semantic search).
 
@@ -51,7 +65,7 @@ def build_server(workspace: Workspace):
         return dump({"query": query, "lexical_only": result.lexical_only, "notes": result.notes,
                      "served_by": None, "results": result.to_dicts()})
 
-    @server.tool()
+    @tool
     def context(prompt: str, budget: int = 0) -> str:
         """The memories relevant to a prompt as a block for your context (empty when none is relevant).
 
@@ -61,7 +75,7 @@ def build_server(workspace: Workspace):
                        config.embedding_model)
         return dump({**block.to_dict(), "lexical_only": result.lexical_only, "notes": result.notes})
 
-    @server.tool()
+    @tool
     def add(text: str, category: str, scope: str = "", supersedes: list[str] | None = None) -> str:
         """Remember something: a new memory file (secrets are redacted).
 
@@ -72,33 +86,33 @@ def build_server(workspace: Workspace):
                                          supersedes=supersedes or (), trigger="manual")
         return dump(views.added_json(memory, redacted))
 
-    @server.tool()
+    @tool
     def show(id: str) -> str:  # noqa: A002 - the name clients see
         """One memory by id or id prefix. Same JSON as `forgemem show --json`."""
         snap = workspace.load()
         return dump(views.memory_json(snap, snap.resolve(id)))
 
-    @server.tool()
+    @tool
     def history(id: str) -> str:  # noqa: A002
         """Every version of a memory, oldest first. Same JSON as `forgemem history --json`."""
         snap = workspace.load()
         return dump([views.memory_json(snap, m) for m in snap.graph.history(snap.resolve(id).id)])
 
-    @server.tool()
+    @tool
     def forget(id: str, reason: str = "") -> str:  # noqa: A002
         """Retract a memory (a new version that supersedes it). Same JSON as `forgemem forget --json`."""
         target = workspace.load().resolve(id)
         result, pointing = workspace.forget(target.id, reason=reason)
         return dump(views.forgotten_json(target, result, pointing, purged=False))
 
-    @server.tool()
+    @tool
     def link(id: str, target: str, relationship: str) -> str:  # noqa: A002
         """Add a typed edge: relationship is refines, contradicts or relates-to.
         Same JSON as `forgemem link --json`."""
         memory, other = workspace.link(id, target, relationship)
         return dump(views.linked_json(memory, relationship, other))
 
-    @server.tool()
+    @tool
     def conflicts() -> str:
         """Unresolved contradictions (both sides) and forks. Same JSON as `forgemem conflicts --json`."""
         return dump(views.conflicts_json(workspace.load()))
