@@ -1,4 +1,4 @@
-from .cli import run
+from .entry import run
 
 if __name__ == "__main__":  # never when a worker process re-imports this module
     run()

@@ -862,14 +862,7 @@ def hook(
     from . import hooks
 
     if agent == "claude-code":
-        try:
-            text = sys.stdin.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            hooks.log(f"claude-code hook could not read its input: {exc}")
-            return
-        output = hooks.claude_code(text)
-        if output:
-            print(output)
+        hooks.main_claude_code()
     elif agent == "codex":
         hooks.codex(payload or "")
     else:

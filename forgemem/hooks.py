@@ -184,3 +184,16 @@ def find_codex_rollout(thread_id: str) -> Path | None:
     home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
     matches = sorted((home / "sessions").rglob(f"rollout-*{thread_id}.jsonl"))
     return matches[-1] if matches else None
+
+
+def main_claude_code() -> int:
+    """`forgemem hook claude-code`: the event on stdin, the output on stdout, always exit 0."""
+    try:
+        text = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        log(f"claude-code hook could not read its input: {exc}")
+        return 0
+    output = claude_code(text)
+    if output:
+        sys.stdout.write(output + "\n")
+    return 0

@@ -394,3 +394,25 @@ def test_claude_code_end_to_end(cli, project, workspace, isolated_home, monkeypa
         subprocess.run([sys.executable, "-m", "forgemem", "serve", "--stop"], env=env, capture_output=True)
     assert cli("uninstall", "claude-code").code == 0
     assert not (project / ".claude").exists()
+
+
+def test_codex_notify_captures_from_the_sessions_rollout(cli, project, isolated_home, monkeypatch, model_cache):
+    monkeypatch.chdir(project)
+    folder = isolated_home / ".codex" / "sessions" / "2026" / "05" / "11"
+    folder.mkdir(parents=True)
+    rollout = folder / "rollout-2026-05-11T08-26-55-cx-1.jsonl"
+    shutil.copy(Path(__file__).parent / "fixtures" / "transcripts" / "codex_small.jsonl", rollout)
+    payload = json.dumps({"type": "agent-turn-complete", "thread-id": "cx-1", "turn-id": "t1",
+                          "cwd": str(project), "input-messages": ["we always use pnpm, never npm"],
+                          "last-assistant-message": "Switching the scripts to pnpm."})
+    assert hooks.find_codex_rollout("cx-1") == rollout
+    store = project / ".forge" / "memory"
+    before = set(store.rglob("*.md"))
+    monkeypatch.setenv("FORGEMEM_REPO_DIR", str(store))
+    (project / ".forge" / "config.yaml").write_text("memory:\n  cadence_turns: 1\n")
+    assert cli("hook", "codex", payload).code == 0
+    wait_for(lambda: set(store.rglob("*.md")) - before)
+    [new] = set(store.rglob("*.md")) - before
+    assert "pnpm" in new.read_text()
+    assert cli("hook", "codex", "{broken").code == 0  # fails open
+    assert "codex hook failed" in hooks.log_path().read_text()
