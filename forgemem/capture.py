@@ -216,6 +216,7 @@ class Capturer:
             session_id=session,
             confidence=round(min(max(proposal.confidence, 0.0), 1.0), 2),
             source=source,
+            status="proposed" if self.workspace.config.capture_review else None,
             snapshot=self.engine.snapshot,
         )
 

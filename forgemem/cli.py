@@ -334,6 +334,41 @@ def forget(
         print(f"{memory.id}\t{memory.path}")
 
 
+def _run_editor(path: Path) -> None:
+    """$VISUAL / $EDITOR (vi) on a file; an editor that fails leaves everything unchanged."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        code = subprocess.call([*shlex.split(editor), str(path)])
+    except FileNotFoundError:
+        raise ForgememError(f"cannot run the editor {editor!r}; set $EDITOR") from None
+    if code != 0:
+        raise ForgememError(f"the editor exited with status {code}; nothing was changed")
+
+
+@app.command()
+def resolve(
+    memory_id: str = typer.Argument(..., metavar="ID", help="A memory in the fork or conflict."),
+    text: Optional[str] = typer.Option(None, "--text", help="The resolved memory (default: write it in $EDITOR)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Write one version that supersedes both heads of a fork or both sides of a conflict."""
+    from . import resolve as resolve_module
+
+    ws = state.workspace()
+    if text is None:
+        heads = resolve_module.heads_to_resolve(ws.load(), memory_id)
+        with tempfile.TemporaryDirectory(prefix="forgemem-resolve-") as tmp:
+            draft = Path(tmp) / "resolved-memory.md"
+            draft.write_text(resolve_module.draft_text(heads), encoding="utf-8")
+            _run_editor(draft)
+            text = resolve_module.text_from_draft(draft.read_text(encoding="utf-8"))
+    memory, heads = resolve_module.resolve(ws, memory_id, text)
+    if as_json:
+        emit_json({**added_json(memory, []), "supersedes": [m.id for m in heads]})
+        return
+    out.print(f"{memory.id} v{memory.version} supersedes {', '.join(m.id for m in heads)}\t{memory.path}")
+
+
 @app.command()
 def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
     """Open a memory in $EDITOR; the file is replaced only if the edit validates."""
@@ -343,17 +378,11 @@ def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
     memory = snap.resolve(memory_id)
     assert memory.path is not None
     original = memory.path.read_text(encoding="utf-8")
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     with tempfile.TemporaryDirectory(prefix="forgemem-edit-") as tmp:
         draft = Path(tmp) / memory.path.name
         draft.write_text(original, encoding="utf-8")
         while True:
-            try:
-                code = subprocess.call([*shlex.split(editor), str(draft)])
-            except FileNotFoundError:
-                raise ForgememError(f"cannot run the editor {editor!r}; set $EDITOR") from None
-            if code != 0:
-                raise ForgememError(f"the editor exited with status {code}; the memory is unchanged")
+            _run_editor(draft)
             text = draft.read_text(encoding="utf-8", errors="replace")
             if text == original:
                 out.print("no changes")
@@ -578,6 +607,8 @@ def _print_hits(hits: list[dict], explain: bool) -> None:
             flags += f" [yellow](superseded by {', '.join(x[4:12] for x in hit['superseded_by'])})[/]"
         if hit["conflicts"]:
             flags += " [red]CONFLICT[/]"
+        if hit.get("status") == "proposed":
+            flags += " [magenta](proposed: not reviewed yet)[/]"
         out.print(
             f"[bold]{n:>2}. {hit['id'][4:12]}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "
             f"v{hit['version']}  [dim]score {hit['score']:.3f}[/]{flags}"
@@ -794,6 +825,69 @@ def conflicts(as_json: bool = JSON_OPTION) -> None:
         raise typer.Exit(EXIT_PROBLEMS)
 
 
+# ------------------------------------------------------------------ git
+
+
+def _repo_root() -> Path:
+    from .store import find_repo_root
+
+    ws = state.workspace()
+    repo = ws.stores.get("repo")
+    start = repo.memory_dir if repo is not None else Path.cwd()
+    root = find_repo_root(start if start.exists() else Path.cwd())
+    if root is None:
+        raise UsageError("not in a git repository")
+    return root
+
+
+@app.command()
+def review(
+    rev_range: Optional[str] = typer.Argument(
+        None, metavar="[REV-RANGE]", help="A..B, A...B (from their merge base), or REV (against the working tree)."
+    ),
+    staged: bool = typer.Option(False, "--staged", help="The index against HEAD."),
+    worktree: bool = typer.Option(False, "--worktree", help="The working tree against HEAD (the default)."),
+    accept: list[str] = typer.Option([], "--accept", metavar="ID", help="Accept a proposed memory (repeatable)."),
+    reject: list[str] = typer.Option([], "--reject", metavar="ID", help="Reject (delete) a proposed memory (repeatable)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Explain the memory changes between two git states as memory changes (markdown for a PR comment).
+
+    Exit 1 when the new side has problems or deleted memory files.
+    """
+    from . import review as review_module
+
+    if accept or reject:
+        if rev_range or staged or worktree:
+            raise UsageError("--accept/--reject take ids only")
+        done = {"accepted": [m.id for m in review_module.accept(state.workspace(), accept)],
+                "rejected": [m.id for m in review_module.reject(state.workspace(), reject)]}
+        if as_json:
+            emit_json(done)
+        else:
+            for key, ids in done.items():
+                for memory_id in ids:
+                    out.print(f"{key} {memory_id}")
+        return
+    if worktree and (staged or rev_range):
+        raise UsageError("--worktree goes alone (it is the default)")
+    result = review_module.review(_repo_root(), rev_range, staged)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        sys.stdout.write(review_module.render_markdown(result))
+    if result.problems or result.of("deleted"):
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command("diff-driver")
+def diff_driver(path: Path = typer.Argument(..., help="The file git hands its textconv program.")) -> None:
+    """git's textconv for memory files (installed by `forgemem install git`): a readable memory."""
+    from .review import textconv
+
+    sys.stdout.write(textconv(path.read_bytes(), str(path)))
+
+
 # ------------------------------------------------------------------ in the agent
 
 
@@ -869,7 +963,7 @@ def hook(
         hooks.log(f"hook for unknown agent {agent!r} ignored")
 
 
-_AGENTS = ("claude-code", "codex")
+_AGENTS = ("claude-code", "codex", "git")
 
 
 def _install_plan(agent: str, user: bool, uninstall: bool):
@@ -878,6 +972,11 @@ def _install_plan(agent: str, user: bool, uninstall: bool):
 
     if agent not in _AGENTS:
         raise UsageError(f"unknown agent {agent!r} (known: {', '.join(_AGENTS)})")
+    if agent == "git":
+        root = find_repo_root(Path.cwd())
+        if root is None:
+            raise UsageError("not in a git repository")
+        return (install.plan_git_uninstall if uninstall else install.plan_git_install)(root)
     if agent == "claude-code":
         folder = install.claude_dir(find_repo_root(Path.cwd()), user)
         return (install.plan_claude_code_uninstall if uninstall else install.plan_claude_code_install)(folder)
@@ -892,10 +991,14 @@ def _run_plan(plan, dry_run: bool, verb: str) -> None:
     if dry_run:
         for change in changed:
             sys.stdout.write(change.diff())
-        if not changed:
+        for _, argv in plan.commands:
+            sys.stdout.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
+        if not changed and not plan.commands:
             err.print("nothing would change")
         return
     plan.apply()
+    for _, argv in plan.commands:
+        out.print(escape("ran " + " ".join(shlex.quote(a) for a in argv)))
     for change in changed:
         action = "removed" if change.after is None else ("created" if change.before is None else "updated")
         out.print(f"{action} {escape(str(change.path))}")
@@ -905,17 +1008,17 @@ def _run_plan(plan, dry_run: bool, verb: str) -> None:
 
 @app.command()
 def install(
-    agent: str = typer.Argument(..., help="claude-code or codex."),
+    agent: str = typer.Argument(..., help="claude-code, codex or git."),
     user: bool = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff; change nothing."),
 ) -> None:
-    """Wire forgemem into an agent: hooks and the /forgemem command (Claude Code), notify + MCP (Codex)."""
+    """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff driver (git)."""
     _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
 
 
 @app.command()
 def uninstall(
-    agent: str = typer.Argument(..., help="claude-code or codex."),
+    agent: str = typer.Argument(..., help="claude-code, codex or git."),
     user: bool = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff; change nothing."),
 ) -> None:

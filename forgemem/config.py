@@ -25,6 +25,7 @@ class Config:
     retrieval_hop_depth: int = 1
     context_budget_tokens: int = 1500
     hook_timeout_ms: int = 2000
+    capture_review: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -42,6 +43,7 @@ _RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
     "retrieval_hop_depth": (int, (0, 5)),
     "context_budget_tokens": (int, (0, 100_000)),
     "hook_timeout_ms": (int, (50, 60_000)),
+    "capture_review": (bool, None),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}
 
@@ -50,7 +52,10 @@ def default_config_text() -> str:
     """The file `forgemem init` writes: every key with its default."""
     lines = ["# forgemem configuration; see docs/format.md#configuration", "memory:"]
     for key, value in Config().to_dict().items():
-        lines.append(f"  {key}: {value!r}" if isinstance(value, str) else f"  {key}: {value}")
+        if isinstance(value, bool):
+            lines.append(f"  {key}: {str(value).lower()}")
+        else:
+            lines.append(f"  {key}: {value!r}" if isinstance(value, str) else f"  {key}: {value}")
     return "\n".join(lines).replace("''", '""') + "\n"
 
 
@@ -88,7 +93,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         kind, bounds = _RULES[key]
         if value is None and kind is str:
             value = ""
-        if not isinstance(value, kind) or isinstance(value, bool):
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise ConfigError(
                 f"config file {path}: 'memory.{key}' must be {_kind_name(kind)}, not {value!r}"
             )
@@ -102,7 +107,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _kind_name(kind: type) -> str:
-    return {int: "a whole number", str: "a string"}[kind]
+    return {int: "a whole number", str: "a string", bool: "true or false"}[kind]
 
 
 def load_config(*paths: Path | None) -> Config:

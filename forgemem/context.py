@@ -85,6 +85,8 @@ def line_for(hit: dict, short: dict[str, str]) -> str:
     line = f"- [{short[hit['id']]} {hit['category']}] {body}"
     if hit.get("scope") == "user":
         line += " (personal)"
+    if hit.get("status") == "proposed":
+        line += " (proposed, not reviewed)"
     if hit.get("conflicts"):
         line += " ⚠ CONFLICT with " + ", ".join(short.get(c, c[4:12]) for c in hit["conflicts"])
     return line

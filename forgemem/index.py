@@ -36,6 +36,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -125,6 +126,11 @@ _REQUIRED = frozenset(
 # ----------------------------------------------------------------- reports
 
 
+#: vectors kept by content for texts no file holds right now (other branches, older commits)
+KEEP_EMBEDDED_FACTOR = 3
+MIN_EMBEDDED_KEPT = 10_000
+
+
 @dataclass
 class RefreshReport:
     files: int = 0
@@ -133,12 +139,13 @@ class RefreshReport:
     touched: int = 0  # mtime changed, bytes did not
     deleted: int = 0
     embedded: int = 0
+    reused: int = 0  # vectors found by content (seen before on another branch or commit)
     rebuilt_reason: str | None = None
     embedder: str | None = None
 
     @property
     def unchanged(self) -> bool:
-        return not (self.added or self.changed or self.deleted or self.embedded or self.touched)
+        return not (self.added or self.changed or self.deleted or self.embedded or self.reused or self.touched)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -231,6 +238,8 @@ class StoreIndex:
                 rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL, gen INTEGER NOT NULL);
             CREATE INDEX IF NOT EXISTS vectors_gen ON vectors(gen);
             CREATE TABLE IF NOT EXISTS tombstones(rowid INTEGER PRIMARY KEY, gen INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS embedded(
+                text_hash TEXT PRIMARY KEY, vector BLOB NOT NULL, used REAL NOT NULL);
             CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 text, tokenize='porter unicode61 remove_diacritics 2');
@@ -461,29 +470,66 @@ class StoreIndex:
         if self._meta(db, "embedder") != embedder.id or self._meta(db, "dim") != str(embedder.dim):
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM vectors")
+            db.execute("DELETE FROM embedded")
             self._set_meta(db, "vectors_epoch", str(int(self._meta(db, "vectors_epoch") or 0) + 1))
             self._set_meta(db, "embedder", embedder.id)
             self._set_meta(db, "dim", str(embedder.dim))
             db.execute("COMMIT")
-        todo = db.execute(
-            "SELECT m.rowid, f.text FROM memories m JOIN fts f ON f.rowid = m.rowid "
+        missing = db.execute(
+            "SELECT m.rowid, f.text, m.text_hash FROM memories m JOIN fts f ON f.rowid = m.rowid "
             "WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid)"
         ).fetchall()
+        # Vectors are also kept by content: a text seen before (another branch, an older
+        # commit, a file moved back) gets its vector back instead of being embedded again.
+        known = dict(self._select_in(
+            "SELECT text_hash, vector FROM embedded WHERE text_hash IN ({})", [h for _, _, h in missing]
+        )) if missing else {}
+        if known:
+            now = time.time()
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors(rowid, vector, gen) VALUES (?, ?, ?)",
+                [(rowid, known[h], self._gen) for rowid, _, h in missing if h in known],
+            )
+            db.executemany("UPDATE embedded SET used = ? WHERE text_hash = ?", [(now, h) for h in known])
+            db.execute("COMMIT")
+            report.reused += sum(1 for _, _, h in missing if h in known)
+        todo = [(rowid, text, h) for rowid, text, h in missing if h not in known]
         total = len(todo)
         if progress:
             progress(0, total)
         for start in range(0, total, EMBED_CHUNK):
             chunk = todo[start : start + EMBED_CHUNK]
-            vectors = np.ascontiguousarray(embedder.encode([text for _, text in chunk]), dtype=np.float32)
+            vectors = np.ascontiguousarray(embedder.encode([text for _, text, _ in chunk]), dtype=np.float32)
+            now = time.time()
             db.execute("BEGIN IMMEDIATE")
             db.executemany(
                 "INSERT OR REPLACE INTO vectors(rowid, vector, gen) VALUES (?, ?, ?)",
-                [(rowid, vectors[i].tobytes(), self._gen) for i, (rowid, _) in enumerate(chunk)],
+                [(rowid, vectors[i].tobytes(), self._gen) for i, (rowid, _, _) in enumerate(chunk)],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO embedded(text_hash, vector, used) VALUES (?, ?, ?)",
+                [(h, vectors[i].tobytes(), now) for i, (_, _, h) in enumerate(chunk)],
             )
             db.execute("COMMIT")
             report.embedded += len(chunk)
             if progress:
                 progress(report.embedded, total)
+        if todo:
+            self._prune_embedded()
+
+    def _prune_embedded(self) -> None:
+        """Keep the content-keyed vectors bounded: the most recently used, up to KEEP_EMBEDDED_FACTOR × memories."""
+        db = self.db
+        memories = db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        keep = max(MIN_EMBEDDED_KEPT, KEEP_EMBEDDED_FACTOR * memories)
+        if db.execute("SELECT count(*) FROM embedded").fetchone()[0] > keep:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(
+                "DELETE FROM embedded WHERE text_hash NOT IN "
+                "(SELECT text_hash FROM embedded ORDER BY used DESC LIMIT ?)", (keep,)
+            )
+            db.execute("COMMIT")
 
     # ------------------------------------------------------------ reading
 

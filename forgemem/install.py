@@ -93,6 +93,7 @@ class Plan:
     record_path: Path | None = None
     remove_record: bool = False
     remove_dirs: list[Path] = field(default_factory=list)
+    commands: list[tuple[Path, list[str]]] = field(default_factory=list)  # (cwd, argv) run after the files
 
     def apply(self) -> None:
         from .memfile import atomic_write_text
@@ -105,6 +106,10 @@ class Plan:
             else:
                 change.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write_text(change.path, change.after)
+        for cwd, argv in self.commands:
+            import subprocess
+
+            subprocess.run(argv, cwd=cwd, check=False, capture_output=True)
         for folder in self.remove_dirs:
             try:
                 folder.rmdir()  # only when empty
@@ -330,4 +335,40 @@ def plan_codex_uninstall(config: Path) -> Plan:
         after = original
     plan.changes.append(Change(config, before, after))
     plan.remove_dirs = [Path(p) for p in record.get("created_dirs", [])]
+    return plan
+
+
+# ------------------------------------------------------------------ git
+
+
+GITATTRIBUTES_LINE = ".forge/memory/**/*.md diff=forgemem"
+
+
+def plan_git_install(root: Path) -> Plan:
+    """`.gitattributes` sends memory files to the `forgemem` diff driver; local git config defines it."""
+    plan = Plan()
+    attributes = root / ".gitattributes"
+    before = _read(attributes)
+    lines = (before or "").splitlines()
+    if GITATTRIBUTES_LINE in lines:
+        after = before
+    else:
+        after = (before or "") + ("" if not before or before.endswith("\n") else "\n") + GITATTRIBUTES_LINE + "\n"
+    plan.changes.append(Change(attributes, before, after))
+    command = f"{forgemem_command()} diff-driver"
+    plan.commands.append((root, ["git", "config", "--local", "diff.forgemem.textconv", command]))
+    return plan
+
+
+def plan_git_uninstall(root: Path) -> Plan:
+    plan = Plan()
+    attributes = root / ".gitattributes"
+    before = _read(attributes)
+    if before is not None and GITATTRIBUTES_LINE in before.splitlines():
+        kept = [line for line in before.splitlines(keepends=True) if line.rstrip("\n") != GITATTRIBUTES_LINE]
+        after = "".join(kept) or None
+    else:
+        after = before
+    plan.changes.append(Change(attributes, before, after))
+    plan.commands.append((root, ["git", "config", "--local", "--remove-section", "diff.forgemem"]))
     return plan

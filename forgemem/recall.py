@@ -88,6 +88,7 @@ class Hit:
             "path": str(m.path) if m.path else None,
             "version": m.version,
             "content": m.body,
+            "status": m.status,
             "tags": m.tags,
             "created_at": format_timestamp(m.created_at),
             "head": heads[0] if len(heads) == 1 else heads,
