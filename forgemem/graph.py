@@ -200,11 +200,15 @@ class MemoryGraph:
 
     @cached_property
     def conflicts(self) -> dict[str, list[str]]:
-        """Memory id -> the ids it is in an unresolved contradiction with."""
-        pairs: dict[str, list[str]] = {}
+        """Memory id -> the heads it conflicts with: an unresolved contradiction, or the other
+        head(s) of a fork (two versions superseding the same memory, e.g. from two branches)."""
+        pairs: dict[str, set[str]] = {}
         for edge in self.contradictions():
-            pairs.setdefault(edge.source, []).append(edge.target)
-            pairs.setdefault(edge.target, []).append(edge.source)
+            pairs.setdefault(edge.source, set()).add(edge.target)
+            pairs.setdefault(edge.target, set()).add(edge.source)
+        for heads in self.forks().values():
+            for head in heads:
+                pairs.setdefault(head, set()).update(h for h in heads if h != head)
         return {k: sorted(v) for k, v in pairs.items()}
 
     def contradictions(self, unresolved_only: bool = True) -> list[Edge]:

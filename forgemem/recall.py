@@ -74,7 +74,7 @@ class Hit:
         if self.matched:
             parts.append("matched older version " + ", ".join(m[:12] for m in self.matched))
         if self.conflicts:
-            parts.append("CONFLICT: contradicted by " + ", ".join(c[:12] for c in self.conflicts))
+            parts.append("CONFLICT with " + ", ".join(c[:12] for c in self.conflicts))
         return "; ".join(parts) or "prior only"
 
     def to_dict(self) -> dict:
@@ -236,7 +236,7 @@ def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_prio
                     shown.add(other_id)
                     # Keep what is known of the other side as a match of its own.
                     other = best.get(other_id) or Hit(memory=graph.memories[other_id], score=0.0, graph=graph)
-                    other.via = graph.neighbours(hit.id, 1, ["contradicts"])[other_id]
+                    other.via = graph.neighbours(hit.id, 1, ["contradicts"]).get(other_id, [])
                     other.conflicts = list(pairs.get(other_id, []))
                     result.append(other)
         ranked = result

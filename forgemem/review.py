@@ -117,7 +117,9 @@ def read_side(root: Path, where: str) -> Side:
                 objects[path] = meta.split()[1]
         return _parse_all(_cat_files(root, objects), "index")
     if not _has_commit(root, where):
-        return _parse_all({}, where)  # e.g. HEAD of a repository without commits
+        if where == "HEAD":
+            return _parse_all({}, where)  # a repository without commits yet
+        raise UsageError(f"unknown revision {where!r}")
     listing = git(root, "ls-tree", "-r", "-z", where, "--", prefix).split(b"\0")
     objects = {}
     for entry in filter(None, listing):
@@ -284,16 +286,19 @@ def word_diff(old: str, new: str) -> list[list[str]]:
 
 
 def word_diff_markdown(old: str, new: str) -> str:
+    """The word diff for markdown: ~~removed~~ **added**."""
+    runs = word_diff(old, new)
     parts = []
-    for op, text in word_diff(old, new):
+    for n, (op, text) in enumerate(runs):
         stripped = text.strip()
         if op == "=" or not stripped:
             parts.append(text)
-        else:
-            lead = text[: len(text) - len(text.lstrip())]
-            trail = text[len(text.rstrip()):]
-            mark = "~~" if op == "-" else "**"
-            parts.append(f"{lead}{mark}{stripped}{mark}{trail}")
+            continue
+        lead = text[: len(text) - len(text.lstrip())]
+        trail = text[len(text.rstrip()):]
+        mark = "~~" if op == "-" else "**"
+        replaced = op == "-" and n + 1 < len(runs) and runs[n + 1][0] == "+"
+        parts.append(f"{lead}{mark}{stripped}{mark}{trail}{' ' if replaced else ''}")
     return " ".join("".join(parts).split())
 
 
@@ -333,7 +338,7 @@ def render_markdown(result: Review) -> str:
     lines = [f"### forgemem review: {result.old.label} → {result.new.label}", ""]
     if result.empty:
         lines.append("No memory changes.")
-        return "\n".join(lines)
+        return "\n".join(lines) + "\n"
     summary = ", ".join(counts)
     if result.conflicts_created:
         summary += f", **{len(result.conflicts_created)} conflict(s) created**"

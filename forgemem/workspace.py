@@ -323,6 +323,10 @@ def init_forge_dir(forge_dir: Path) -> list[Path]:
     if not memory_dir.is_dir():
         memory_dir.mkdir(parents=True)
         created.append(memory_dir)
+    keep = memory_dir / ".gitkeep"  # git keeps no empty folder: without it a checkout could drop the store
+    if not keep.exists() and not any(memory_dir.iterdir()):
+        keep.write_text("", encoding="utf-8")
+        created.append(keep)
     for name, text in (("config.yaml", default_config_text()), (".gitignore", GITIGNORE_TEXT)):
         path = forge_dir / name
         if not path.exists():
