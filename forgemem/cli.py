@@ -888,6 +888,54 @@ def diff_driver(path: Path = typer.Argument(..., help="The file git hands its te
     sys.stdout.write(textconv(path.read_bytes(), str(path)))
 
 
+@app.command()
+def consolidate(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be merged; write nothing."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Merge clusters of near-duplicate or tightly related small memories (each merge supersedes its sources).
+
+    Nothing is merged across scopes or categories; a cluster with a contradiction
+    inside is shown, never merged. See docs/git.md for the thresholds.
+    """
+    from . import consolidate as module
+    from .review import word_diff_markdown
+
+    engine = _engine()
+    _refresh(engine)
+    if engine.embedder is None:
+        raise ForgememError(f"consolidation needs the embedding model: {engine.lexical_only_reason}")
+    snap = engine.snapshot
+    clusters = module.find_clusters(snap, engine.embedder)
+    written = []
+    if not dry_run:
+        for cluster in clusters:
+            if not cluster.blocked_by:
+                written.append(module.apply(state.workspace(), cluster, snap))
+                snap = state.workspace().load()
+    if as_json:
+        emit_json({"clusters": [c.to_dict() for c in clusters], "written": [m.id for m in written]})
+        return
+    if not clusters:
+        out.print("nothing to consolidate")
+    for cluster in clusters:
+        out.print(f"[bold]{cluster.scope}/{cluster.category}[/]: {len(cluster.memories)} memories")
+        for reason in cluster.reasons:
+            out.print(f"  [dim]{escape(reason)}[/]")
+        for memory in cluster.memories:
+            out.print(f"  - {memory.id[4:12]} {escape(memory.body)}")
+        if cluster.blocked_by:
+            out.print("  [red]contradiction inside: not merged; resolve it with `forgemem resolve`[/]")
+            continue
+        out.print(f"  → {escape(word_diff_markdown(cluster.memories[0].body, cluster.text))}")
+    verb = "would write" if dry_run else "wrote"
+    merged = sum(1 for c in clusters if not c.blocked_by)
+    open_conflicts = len(snap.graph.contradictions())
+    if open_conflicts:
+        warn(f"{open_conflicts} unresolved contradiction(s) are left for you: `forgemem conflicts`")
+    err.print(f"{verb} {merged} merged memor{'y' if merged == 1 else 'ies'}")
+
+
 # ------------------------------------------------------------------ in the agent
 
 

@@ -226,3 +226,56 @@ def test_recall_at_an_older_commit_reuses_every_vector(cli, repo):
     assert heads(engine) == {second, extra}
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert status == ""  # the cache never dirties the tree
+
+
+# ------------------------------------------------------------------ consolidation
+
+
+@pytest.fixture
+def samples(tmp_path) -> tuple[str, str]:
+    import shutil
+
+    from .conftest import SAMPLES
+
+    shutil.copytree(SAMPLES, tmp_path / "samples", ignore=shutil.ignore_patterns("cache"))
+    return str(tmp_path / "samples/repo/.forge/memory"), str(tmp_path / "samples/user/.forge/memory")
+
+
+def test_consolidate_on_the_sample_store_merges_what_a_person_would(cli, samples, model_cache):
+    from .conftest import snapshot_bytes
+
+    repo_dir, user_dir = samples
+    before = snapshot_bytes(Path(repo_dir))
+    dry = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    [cluster] = dry.json()["clusters"]  # only the two money conventions, one refining the other
+    assert {s["content"][:20] for s in cluster["sources"]} == {"Amounts in Python co", "Money is stored as i"}
+    assert cluster["merged"].startswith("Amounts in Python code are `harbor.billing.money.Money` values")
+    assert cluster["merged"].endswith("Money is stored as integer cents plus an ISO currency code; never use "
+                                      "float for amounts.")
+    assert snapshot_bytes(Path(repo_dir)) == before  # a dry run writes nothing
+    done = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--json").json()
+    [new_id] = done["written"]
+    ws = Workspace.open(repo_dir=repo_dir, user_dir=user_dir)
+    merged = ws.load().get(new_id)
+    assert sorted(merged.supersedes) == sorted(s["id"] for s in cluster["sources"])
+    assert merged.tags == ["billing"] and merged.version == 2 and merged.scope == "repo"
+    again = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--json").json()
+    assert again == {"clusters": [], "written": []}
+
+
+def test_consolidate_never_crosses_scopes_and_never_settles_a_contradiction(cli, tmp_path, model_cache):
+    repo_dir, user_dir = tmp_path / "r/.forge/memory", tmp_path / "u/.forge/memory"
+    init_forge_dir(repo_dir.parent)
+    init_forge_dir(user_dir.parent)
+    base = ("--repo-dir", str(repo_dir), "--user-dir", str(user_dir))
+    ws = Workspace.open(repo_dir=repo_dir, user_dir=user_dir)
+    ws.add("Always run the linter before committing.", scope="repo", category="project-conventions")
+    ws.add("Always run the linter before you commit.", scope="user", category="project-conventions")
+    a, _ = ws.add("Use tabs for indentation in Makefiles.", scope="repo", category="coding-preferences")
+    b, _ = ws.add("Use tabs for indentation in Makefiles!", scope="repo", category="coding-preferences",
+                  related=[(a.id, "contradicts")])
+    data = cli(*base, "consolidate", "--json").json()
+    [cluster] = data["clusters"]
+    assert cluster["contradictions"] == [sorted([a.id, b.id])] and cluster["merged"] is None
+    assert data["written"] == []
