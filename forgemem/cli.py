@@ -761,7 +761,8 @@ def index(
 
 @app.command()
 def doctor(as_json: bool = JSON_OPTION) -> None:
-    """Check that the index agrees with the memory files; rebuild a store's cache if not."""
+    """Check the index against the memory files (rebuilding a cache that disagrees), and flag stale
+    memories: paths they name that are gone or changed a lot since, symbols no longer in the code."""
     engine = _engine()
     results = {}
     for scope, i in engine.indexes().items():
@@ -776,8 +777,14 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
             _refresh(engine, f"rebuilding the {scope} index")
             fixed = not i.check()
         results[scope] = {"disagreements": found, "rebuilt": bool(found), "ok_after": fixed or not found}
+    from .stale import find_stale
+    from .store import find_repo_root
+
+    repo = state.workspace().stores.get("repo")
+    root = find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None
+    stale = find_stale(engine.snapshot.heads(), root) if root is not None else []
     if as_json:
-        emit_json(results)
+        emit_json({**results, "stale": [f.to_dict() for f in stale]})
     else:
         for scope, r in results.items():
             if not r["disagreements"]:
@@ -786,6 +793,11 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
             for line in r["disagreements"]:
                 out.print(f"{scope}: {escape(line)}")
             out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
+        for finding in stale:
+            out.print(f"[yellow]stale[/] {finding.memory.id[4:12]}: {escape(finding.detail)} — "
+                      f"{escape(finding.memory.title[:80])}")
+        if root is not None and not stale:
+            out.print("no stale memories (paths and symbols they name still exist)")
     if not all(r["ok_after"] for r in results.values()):
         raise typer.Exit(EXIT_PROBLEMS)
 

@@ -279,3 +279,39 @@ def test_consolidate_never_crosses_scopes_and_never_settles_a_contradiction(cli,
     [cluster] = data["clusters"]
     assert cluster["contradictions"] == [sorted([a.id, b.id])] and cluster["merged"] is None
     assert data["written"] == []
+
+
+# ------------------------------------------------------------------ staleness
+
+
+def test_doctor_flags_memories_whose_paths_or_symbols_moved_on(cli, repo):
+    (repo / "app").mkdir()
+    (repo / "app" / "service.py").write_text("def present_function():\n    return 1\n" * 5)
+    (repo / "app" / "models.py").write_text("class BookingModel:\n    pass\n")
+    (repo / "docs.md").write_text("docs\n")
+    git(repo, "add", "-A")
+    past = {**os.environ, "GIT_AUTHOR_DATE": "2020-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2020-01-01T00:00:00Z"}
+    subprocess.run(["git", "commit", "-q", "-m", "code"], cwd=repo, env=past, check=True)
+    keep = add(cli, "--category", "project-conventions",
+               "Business rules live in `app/service.py`; call `present_function` from views.")
+    gone = add(cli, "--category", "project-conventions", "Booking models are in `app/models.py`.")
+    churn = add(cli, "--category", "project-conventions", "Docs for the API are kept in `docs.md`.")
+    symbol = add(cli, "--category", "corrections", "Use `OldHelperName` to parse dates, not strptime.")
+    user_memory = add(cli, "--category", "coding-preferences", "--scope", "user", "I keep notes in `notes/today.md`.")
+    commit(repo, "memories")
+    (repo / "app" / "models.py").unlink()
+    (repo / "docs.md").write_text("".join(f"new line {n}\n" for n in range(40)))
+    git(repo, "add", "-A")
+    later = {**os.environ, "GIT_AUTHOR_DATE": "2099-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2099-01-01T00:00:00Z"}
+    subprocess.run(["git", "commit", "-q", "-m", "refactor"], cwd=repo, env=later, check=True)
+    result = cli("doctor", "--json")
+    assert result.code == 0, result.err
+    stale = {(f["id"], f["kind"], f["name"]) for f in result.json()["stale"]}
+    assert stale == {
+        (gone, "missing-path", "app/models.py"),
+        (churn, "changed-file", "docs.md"),
+        (symbol, "missing-symbol", "OldHelperName"),
+    }
+    assert keep not in {i for i, _, _ in stale} and user_memory not in {i for i, _, _ in stale}
+    text = cli("doctor").out
+    assert "stale" in text and "`app/models.py` no longer exists" in text
