@@ -533,6 +533,12 @@ def stats(as_json: bool = JSON_OPTION) -> None:
         "forks": len(g.forks()),
         "problems": len(snap.problems),
     }
+    from .health import health
+    from .store import find_repo_root
+
+    repo = state.workspace().stores.get("repo")
+    root = find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None
+    data["health"] = health(state.workspace(), snap, root)
     if as_json:
         emit_json(data)
         return
@@ -550,6 +556,25 @@ def stats(as_json: bool = JSON_OPTION) -> None:
     for a, b in data["conflicts"]:
         out.print(f"[yellow]conflict:[/] {a} contradicts {b}")
     out.print(f"{data['forks']} forks, {data['problems']} problems")
+    h = data["health"]
+    table = Table("health", "memories", "for example", box=None, pad_edge=False, title="health")
+    for key, label in (("never_recalled", "never recalled"), ("marked_wrong", "marked wrong (feedback)"),
+                       ("low_confidence", "low confidence (< 0.5)"), ("old", "not updated in a year"),
+                       ("stale", "stale (`forgemem doctor`)")):
+        ids = h[key]
+        table.add_row(label, str(len(ids)), " ".join(i[4:12] for i in ids[:4]) + (" …" if len(ids) > 4 else ""))
+    table.add_row("conflicts and forks", str(h["conflicts"]), "`forgemem conflicts`" if h["conflicts"] else "")
+    table.add_row("version chains", str(h["chains"]), "")
+    if h["most_recalled"]:
+        table.add_row("most recalled", str(h["most_recalled"][0][1]),
+                      " ".join(f"{i[4:12]}×{n}" for i, n in h["most_recalled"][:4]))
+    out.print(table)
+    if h["growth"]:
+        peak = max(g["added"] for g in h["growth"])
+        out.print("[bold]growth[/] (memory files added per month, from git history)")
+        for g in h["growth"][-12:]:
+            bar = "█" * max(1, round(20 * g["added"] / peak))
+            out.print(f"  {g['month']}  {bar} {g['added']}")
 
 
 # ------------------------------------------------------------------ recall / index / doctor
@@ -946,6 +971,28 @@ def consolidate(
     if open_conflicts:
         warn(f"{open_conflicts} unresolved contradiction(s) are left for you: `forgemem conflicts`")
     err.print(f"{verb} {merged} merged memor{'y' if merged == 1 else 'ies'}")
+
+
+@app.command()
+def feedback(
+    memory_id: str = typer.Argument(..., metavar="ID"),
+    verdict: str = typer.Argument(..., metavar="useful|wrong"),
+) -> None:
+    """Say whether a recalled memory helped: it moves up (useful) or down (wrong) in later recalls.
+
+    Kept in the cache's access log, never in the memory file.
+    """
+    if verdict not in ("useful", "wrong"):
+        raise UsageError(f"say useful or wrong, not {verdict!r}")
+    ws = state.workspace()
+    snap = ws.load()
+    memory = snap.resolve(memory_id)
+    heads = snap.graph.head_of(memory.id)
+    target = snap.graph.memories[heads[0]] if len(heads) == 1 else memory
+    ws.indexes()[target.scope].log_access([target.id], verdict)
+    out.print(f"noted: {target.id} {verdict}")
+    if verdict == "wrong":
+        err.print("forgemem: if it no longer holds, `forgemem forget` it or add a version that supersedes it")
 
 
 # ------------------------------------------------------------------ in the agent

@@ -186,7 +186,11 @@ class RecallEngine:
                     self._dense(scope, faiss_index, vector, limit, candidates, graph)
         _rank_lexical_across_scopes(candidates)
         fused = fuse(candidates.values(), dense=vector is not None)
-        hits = rank(fused, graph, query, use_priors=use_priors)
+        feedback: dict[str, tuple[int, int]] = {}
+        if use_priors:
+            for index in self.indexes().values():
+                feedback.update(index.feedback())
+        hits = rank(fused, graph, query, use_priors=use_priors, feedback=feedback)
         notes = []
         if vector is None:
             notes.append(f"lexical search only: {self.lexical_only_reason}")
@@ -275,3 +279,17 @@ class StoreWatcher:
 
     def stop(self) -> None:
         self.observer.stop()
+
+
+def log_recalls(engine: RecallEngine, hits: list[dict]) -> None:
+    """Note in each store's cache which memories a recall returned (for `forgemem stats`)."""
+    by_scope: dict[str, list[str]] = {}
+    for hit in hits:
+        by_scope.setdefault(hit["scope"], []).append(hit["id"])
+    for scope, ids in by_scope.items():
+        index = engine.indexes().get(scope)
+        if index is not None:
+            try:
+                index.log_access(ids, "recalled")
+            except Exception:  # noqa: BLE001 - a read-only cache must never fail a recall
+                pass

@@ -240,6 +240,9 @@ class StoreIndex:
             CREATE TABLE IF NOT EXISTS tombstones(rowid INTEGER PRIMARY KEY, gen INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS embedded(
                 text_hash TEXT PRIMARY KEY, vector BLOB NOT NULL, used REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS access(
+                memory_id TEXT NOT NULL, at REAL NOT NULL, event TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS access_id ON access(memory_id);
             CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 text, tokenize='porter unicode61 remove_diacritics 2');
@@ -561,6 +564,40 @@ class StoreIndex:
             for p in json.loads(problems):
                 found.append(Problem(base / path, p["reason"], p["line"], p["id"]))
         return found
+
+    # ------------------------------------------------------------ access log
+
+    def log_access(self, memory_ids: list[str], event: str) -> None:
+        """Record recalls and feedback (the cache only: a recall never touches a memory file)."""
+        if not memory_ids:
+            return
+        now = time.time()
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO access(memory_id, at, event) VALUES (?, ?, ?)", [(i, now, event) for i in memory_ids]
+            )
+
+    def access_counts(self) -> dict[str, dict[str, float]]:
+        """memory id -> {event: count, ..., "last": when it was last recalled (POSIX seconds)}."""
+        result: dict[str, dict[str, float]] = {}
+        for memory_id, event, count, last in self.db.execute(
+            "SELECT memory_id, event, count(*), max(at) FROM access GROUP BY memory_id, event"
+        ):
+            entry = result.setdefault(memory_id, {})
+            entry[event] = count
+            if event == "recalled":
+                entry["last"] = last
+        return result
+
+    def feedback(self) -> dict[str, tuple[int, int]]:
+        """memory id -> (useful, wrong) marks from `forgemem feedback`."""
+        result: dict[str, list[int]] = {}
+        for memory_id, event, count in self.db.execute(
+            "SELECT memory_id, event, count(*) FROM access WHERE event IN ('useful', 'wrong') "
+            "GROUP BY memory_id, event"
+        ):
+            result.setdefault(memory_id, [0, 0])[0 if event == "useful" else 1] = count
+        return {k: (v[0], v[1]) for k, v in result.items()}
 
     def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
         """(rowid, BM25 score, higher is better) of the best lexical matches."""

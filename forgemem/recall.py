@@ -41,6 +41,9 @@ RECENCY_WEIGHT = 0.02
 RECENCY_HALF_LIFE_DAYS = 180.0
 CONFIDENCE_WEIGHT = 0.02
 HOP_DECAY = 0.5
+#: `forgemem feedback`: each "useful" adds this, each "wrong" takes twice it off, within ±FEEDBACK_MAX
+FEEDBACK_WEIGHT = 0.03
+FEEDBACK_MAX = 0.15
 
 
 @dataclass
@@ -172,16 +175,22 @@ def fuse(candidates: Iterable[Candidate], dense: bool) -> list[Candidate]:
     return sorted(items, key=lambda c: (-c.fused, c.memory.id))
 
 
-def priors(memory: Memory, newest: float) -> dict[str, float]:
+def priors(memory: Memory, newest: float, feedback: tuple[int, int] | None = None) -> dict[str, float]:
     result = {}
     age_days = max(0.0, (newest - memory.created_at.timestamp()) / 86400)
     result["recency"] = RECENCY_WEIGHT * math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
     if memory.confidence is not None:
         result["confidence"] = CONFIDENCE_WEIGHT * (memory.confidence - 0.5)
+    if feedback:
+        useful, wrong = feedback
+        result["feedback"] = max(-FEEDBACK_MAX, min(FEEDBACK_MAX, FEEDBACK_WEIGHT * (useful - 2 * wrong)))
     return result
 
 
-def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_priors: bool = True) -> list[Hit]:
+def rank(
+    candidates: list[Candidate], graph: MemoryGraph, query: Query, use_priors: bool = True,
+    feedback: dict[str, tuple[int, int]] | None = None,
+) -> list[Hit]:
     """Resolve candidates to heads, apply filters and priors, expand neighbours, cut to k."""
     newest = graph.newest_timestamp
     best: dict[str, Hit] = {}
@@ -203,7 +212,7 @@ def rank(candidates: list[Candidate], graph: MemoryGraph, query: Query, use_prio
             if c.memory.id != target_id and c.memory.id not in hit.matched:
                 hit.matched.append(c.memory.id)
     for hit in best.values():
-        hit.priors = priors(hit.memory, newest) if use_priors else {}
+        hit.priors = priors(hit.memory, newest, (feedback or {}).get(hit.id)) if use_priors else {}
         hit.score = hit.fused + sum(hit.priors.values())
     ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
 

@@ -97,6 +97,7 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
 
     `refresh=False` when the caller has just refreshed the engine itself.
     """
+    from .engine import log_recalls
     from .errors import ForgememError
     from .recall import Query
 
@@ -118,6 +119,8 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
                 refresh=False,
             )
             answers.append(result.to_dicts())
+            if request["op"] == "recall" and request.get("log", True):
+                log_recalls(engine, answers[-1][: q["k"]])
             lexical_only = result.lexical_only
             for note in result.notes:
                 if note not in notes:
@@ -128,6 +131,7 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
             block = render(
                 answers[0], lexical_only, request.get("budget", 1500), engine.workspace.config.embedding_model
             )
+            log_recalls(engine, [h for h in answers[0] if h["id"] in set(block.ids)])
             return {"ok": True, "lexical_only": lexical_only, "notes": notes, **block.to_dict()}
         return {"ok": True, "lexical_only": lexical_only, "notes": notes, "results": answers}
     except ForgememError as exc:

@@ -315,3 +315,32 @@ def test_doctor_flags_memories_whose_paths_or_symbols_moved_on(cli, repo):
     assert keep not in {i for i, _, _ in stale} and user_memory not in {i for i, _, _ in stale}
     text = cli("doctor").out
     assert "stale" in text and "`app/models.py` no longer exists" in text
+
+
+# ------------------------------------------------------------------ use and feedback
+
+
+def test_access_log_feedback_and_health(cli, repo, model_cache):
+    tests = add(cli, "--category", "project-conventions", "Run the tests with make test.")
+    pytest_ = add(cli, "--category", "project-conventions", "Run the tests with pytest -x.")
+    other = add(cli, "--category", "project-conventions", "--confidence", "0.2", "Releases are cut on Tuesdays.")
+    commit(repo, "memories")
+    first = cli("recall", "--json", "-k", "2", "how do I run the tests?").json()["results"]
+    assert {h["id"] for h in first} == {tests, pytest_}
+    top, second = first[0]["id"], first[1]["id"]
+    health = cli("stats", "--json").json()["health"]
+    assert health["never_recalled"] == [other]
+    assert health["low_confidence"] == [other]
+    assert dict((i, n) for i, n in health["most_recalled"]) == {tests: 1, pytest_: 1}
+    assert health["growth"][0]["added"] == 3
+    for _ in range(3):
+        assert cli("feedback", top, "wrong").code == 0
+    assert cli("feedback", second[4:12], "useful").code == 0
+    after = cli("recall", "--json", "-k", "2", "how do I run the tests?").json()["results"]
+    assert [h["id"] for h in after] == [second, top]  # the wrong one went down
+    assert after[1]["explain"]["priors"]["feedback"] < 0 < after[0]["explain"]["priors"]["feedback"]
+    assert cli("stats", "--json").json()["health"]["marked_wrong"] == [top]
+    assert "never recalled" in cli("stats").out
+    assert cli("feedback", top, "meh").code == 2
+    # the log lives in the cache: the memory files and the tree are untouched
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout == ""
