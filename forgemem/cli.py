@@ -943,7 +943,10 @@ def consolidate(
     if engine.embedder is None:
         raise ForgememError(f"consolidation needs the embedding model: {engine.lexical_only_reason}")
     snap = engine.snapshot
-    clusters = module.find_clusters(snap, engine.embedder)
+    stored: dict[str, bytes] = {}
+    for scope, index in engine.indexes().items():
+        stored.update(index.vectors_for([m for m in snap.heads() if m.scope == scope]))
+    clusters = module.find_clusters(snap, engine.embedder, stored)
     written = []
     if not dry_run:
         for cluster in clusters:

@@ -65,8 +65,22 @@ def candidates(snap: Snapshot) -> list[Memory]:
     return [m for m in snap.heads() if m.status is None]
 
 
-def find_clusters(snap: Snapshot, embedder) -> list[Cluster]:
+def vectors_of(memories: list[Memory], embedder, stored: dict[str, bytes] | None = None):
+    """Unit vectors of the memories' indexed texts (`index.embed_text`): from the cache where it has
+    them, the rest encoded now."""
     import numpy as np
+
+    from .index import embed_text
+
+    stored = stored or {}
+    missing = [m for m in memories if m.id not in stored]
+    fresh = dict(zip((m.id for m in missing), embedder.encode([embed_text(m) for m in missing]), strict=True)) \
+        if missing else {}
+    rows = [np.frombuffer(stored[m.id], dtype=np.float32) if m.id in stored else fresh[m.id] for m in memories]
+    return np.asarray(rows, dtype=np.float32)
+
+
+def find_clusters(snap: Snapshot, embedder, stored: dict[str, bytes] | None = None) -> list[Cluster]:
 
     groups: dict[tuple[str, str], list[Memory]] = {}
     for memory in candidates(snap):
@@ -76,7 +90,7 @@ def find_clusters(snap: Snapshot, embedder) -> list[Cluster]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        vectors = np.asarray(embedder.encode([m.body for m in members]), dtype=np.float32)
+        vectors = vectors_of(members, embedder, stored)
         similarity = vectors @ vectors.T
         index = {m.id: i for i, m in enumerate(members)}
         links: dict[int, set[int]] = {i: set() for i in range(len(members))}

@@ -565,6 +565,14 @@ class StoreIndex:
                 found.append(Problem(base / path, p["reason"], p["line"], p["id"]))
         return found
 
+    def vectors_for(self, memories: list[Memory]) -> dict[str, bytes]:
+        """Stored vectors of these memories' texts, by memory id (missing ones left out)."""
+        hashes = {m.id: hashlib.sha256(embed_text(m).encode("utf-8")).hexdigest() for m in memories}
+        found = dict(self._select_in(
+            "SELECT text_hash, vector FROM embedded WHERE text_hash IN ({})", list(set(hashes.values()))
+        ))
+        return {memory_id: found[h] for memory_id, h in hashes.items() if h in found}
+
     # ------------------------------------------------------------ access log
 
     def log_access(self, memory_ids: list[str], event: str) -> None:
