@@ -61,17 +61,31 @@ class Side:
         return self._graph
 
 
-def _parse_all(blobs: dict[str, bytes], label: str) -> Side:
+def _blob_id(data: bytes) -> str:
+    """git's object id of a blob, so identical files on both sides are parsed once."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # noqa: S324 - git's own id
+
+
+def _parse_all(blobs: dict[str, bytes], label: str, parsed: dict | None = None) -> Side:
+    """Parse a side's files; `parsed` (blob id -> Memory or problems) is shared between sides."""
     from . import memfile
 
+    parsed = {} if parsed is None else parsed
     memories: dict[str, Memory] = {}
     problems: list[Problem] = []
     paths: dict[str, str] = {}
     for rel, data in sorted(blobs.items()):
-        try:
-            memory = memfile.parse_bytes(data, path=Path(rel))
-        except memfile.MemoryFileError as exc:
-            problems.extend(exc.problems)
+        key = (_blob_id(data), rel)
+        if key not in parsed:
+            try:
+                parsed[key] = memfile.parse_bytes(data, path=Path(rel))
+            except memfile.MemoryFileError as exc:
+                parsed[key] = exc.problems
+        memory = parsed[key]
+        if isinstance(memory, list):
+            problems.extend(memory)
             continue
         if memory.id in memories:
             problems.append(Problem(Path(rel), f"duplicate id {memory.id} (also in {paths[memory.id]})"))
@@ -97,7 +111,7 @@ def _cat_files(root: Path, objects: dict[str, str]) -> dict[str, bytes]:
     return result
 
 
-def read_side(root: Path, where: str) -> Side:
+def read_side(root: Path, where: str, parsed: dict | None = None) -> Side:
     """The repo store at a revision, in the index (INDEX) or in the working tree (WORKTREE)."""
     prefix = f"{FORGE_DIR}/{MEMORY_DIR}"
     if where == WORKTREE:
@@ -107,7 +121,7 @@ def read_side(root: Path, where: str) -> Side:
             for path in sorted(folder.rglob("*.md")):
                 if not any(part.startswith(".") for part in path.relative_to(folder).parts):
                     blobs[str(path.relative_to(root))] = path.read_bytes()
-        return _parse_all(blobs, "working tree")
+        return _parse_all(blobs, "working tree", parsed)
     if where == INDEX:
         listing = git(root, "ls-files", "-s", "-z", "--", prefix).split(b"\0")
         objects = {}
@@ -115,7 +129,7 @@ def read_side(root: Path, where: str) -> Side:
             meta, path = entry.decode().split("\t", 1)
             if path.endswith(".md"):
                 objects[path] = meta.split()[1]
-        return _parse_all(_cat_files(root, objects), "index")
+        return _parse_all(_cat_files(root, objects), "index", parsed)
     if not _has_commit(root, where):
         if where == "HEAD":
             return _parse_all({}, where)  # a repository without commits yet
@@ -126,7 +140,7 @@ def read_side(root: Path, where: str) -> Side:
         meta, path = entry.decode().split("\t", 1)
         if path.endswith(".md") and meta.split()[1] == "blob":
             objects[path] = meta.split()[2]
-    return _parse_all(_cat_files(root, objects), where)
+    return _parse_all(_cat_files(root, objects), where, parsed)
 
 
 def _has_commit(root: Path, rev: str) -> bool:
@@ -262,7 +276,8 @@ def compare(old: Side, new: Side) -> Review:
 
 def review(root: Path, rev_range: str | None = None, staged: bool = False) -> Review:
     old, new = sides_for(root, rev_range, staged)
-    return compare(read_side(root, old), read_side(root, new))
+    parsed: dict = {}  # a file that is the same on both sides is parsed once
+    return compare(read_side(root, old, parsed), read_side(root, new, parsed))
 
 
 # ------------------------------------------------------------------ rendering
