@@ -256,7 +256,8 @@ def test_claude_code_shortcut_watches_this_repos_sessions(cli, project, monkeypa
     monkeypatch.chdir(project)
     folder = claude_code_folder(project)
     assert folder.parent == Path(os.environ["HOME"]) / ".claude" / "projects"
-    assert "2" not in folder.name.replace(str(project).replace("/", "-"), "")  # encoded path, nothing more
+    # Claude Code's folder name: the project path with every other character than letters and digits as "-"
+    assert claude_code_folder(Path("/home/me/my_proj.v2"), home=Path("/h")) == Path("/h/.claude/projects/-home-me-my-proj-v2")
     assert cli("observe", "--once", "--claude-code").code == 2  # no sessions yet: said clearly
     folder.mkdir(parents=True)
     (folder / "abc.jsonl").write_text(exchange("Please always write docstrings in Google style."))
