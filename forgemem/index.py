@@ -128,6 +128,9 @@ _REQUIRED = frozenset(
 
 #: vectors kept by content for texts no file holds right now (other branches, older commits)
 KEEP_EMBEDDED_FACTOR = 3
+#: the access log keeps the newest ACCESS_KEEP recall rows (checked every ACCESS_PRUNE_EVERY rows)
+ACCESS_KEEP = 100_000
+ACCESS_PRUNE_EVERY = 5_000
 MIN_EMBEDDED_KEPT = 10_000
 
 
@@ -581,9 +584,16 @@ class StoreIndex:
             return
         now = time.time()
         with self.db:
-            self.db.executemany(
+            cursor = self.db.executemany(
                 "INSERT INTO access(memory_id, at, event) VALUES (?, ?, ?)", [(i, now, event) for i in memory_ids]
             )
+            newest = self.db.execute("SELECT max(rowid) FROM access").fetchone()[0] or 0
+            if newest % ACCESS_PRUNE_EVERY < len(memory_ids):
+                # bounded: the newest ACCESS_KEEP recall rows; feedback rows are kept whole
+                self.db.execute(
+                    "DELETE FROM access WHERE event = 'recalled' AND rowid <= ?", (newest - ACCESS_KEEP,)
+                )
+            del cursor
 
     def access_counts(self) -> dict[str, dict[str, float]]:
         """memory id -> {event: count, ..., "last": when it was last recalled (POSIX seconds)}."""
