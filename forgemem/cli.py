@@ -512,7 +512,8 @@ def validate(
 
 @app.command()
 def stats(as_json: bool = JSON_OPTION) -> None:
-    """Counts by scope and category, chains, conflicts and problems."""
+    """Counts by scope and category, chains, conflicts and problems, and a health view: never recalled,
+    marked wrong, low confidence, old, stale, growth over time from git history."""
     snap = state.workspace().load()
     g = snap.graph
     heads = snap.heads()

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .classify import Batch
-from .transcripts import FORMATS, Compaction, Turn, detect_format, file_identity, read_new
+from .transcripts import FORMATS, Compaction, Turn, detect_format, file_identity, flush, read_new
 
 if TYPE_CHECKING:
     from .capture import Capturer, PassResult
@@ -298,6 +298,8 @@ class Observer:
         if size == row["size"] and not (compaction or final) and row["format"] != "gemini":
             return 0
         result = read_new(path, row["format"], row["offset"], json.loads(row["state"]))
+        if compaction or final:  # the caller knows the turn in progress is complete
+            result.events += flush(path, row["format"], result.state)
         humans, humans_at_pass = row["humans"], row["humans_at_pass"]
         compactions = row["compactions"]
         read = 0

@@ -505,17 +505,23 @@ def read_new(path: Path, fmt: str, offset: int = 0, state: dict | None = None) -
     raise ValueError(f"unknown transcript format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
+def flush(path: Path, fmt: str, state: dict) -> list[Event]:
+    """End the turn in progress (the pending answer, aider's unfinished message): a compaction
+    or the end of a session says it is complete even though no next turn came."""
+    builder = _Builder(path, state)
+    if fmt == "aider" and "human" in state:
+        _aider_end_human(builder, state)
+    builder.flush()
+    return builder.events
+
+
 def read_all(path: Path, fmt: str | None = None) -> list[Event]:
     """Every event of a whole file, the pending assistant turn included."""
     fmt = fmt or detect_format(path)
     if fmt is None:
         raise ValueError(f"cannot tell the format of {path}")
     result = read_new(path, fmt)
-    builder = _Builder(path, result.state)
-    if fmt == "aider":
-        _aider_end_human(builder, result.state)
-    builder.flush()
-    return result.events + builder.events
+    return result.events + flush(path, fmt, result.state)
 
 
 def file_identity(path: Path) -> tuple[int, int]:
