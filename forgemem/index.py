@@ -584,7 +584,7 @@ class StoreIndex:
             return
         now = time.time()
         with self.db:
-            cursor = self.db.executemany(
+            self.db.executemany(
                 "INSERT INTO access(memory_id, at, event) VALUES (?, ?, ?)", [(i, now, event) for i in memory_ids]
             )
             newest = self.db.execute("SELECT max(rowid) FROM access").fetchone()[0] or 0
@@ -593,7 +593,6 @@ class StoreIndex:
                 self.db.execute(
                     "DELETE FROM access WHERE event = 'recalled' AND rowid <= ?", (newest - ACCESS_KEEP,)
                 )
-            del cursor
 
     def access_counts(self) -> dict[str, dict[str, float]]:
         """memory id -> {event: count, ..., "last": when it was last recalled (POSIX seconds)}."""
