@@ -61,7 +61,7 @@ _DECISION = _any(
     r"\bwe(?:'ve| have)? (?:chosen|chose|picked|settled on|agreed)\b",
     r"\blet's (?:go with|stick with|switch to|move to|adopt|standardi[sz]e on)\b",
     r"\bwe(?:'ll| will) (?:go with|use|stick with|switch to|move to|adopt)\b",
-    r"\bwe(?:'re| are) (?:going with|switching|moving|migrating) (?:from|to)\b",
+    r"\bwe(?:'re| are) (?:going with|switching|moving|migrating)\b",
     r"\b(?:the|our) decision (?:is|was)\b",
     r"\bwe use \S+ (?:as|for) (?:the|our)\b",
 )
@@ -80,7 +80,8 @@ _CONVENTION = _any(
     r"\b(?:we|our team|the team) (?:always|never|usually|don't|do not|prefer|keep|put|name|write|"
     r"follow|run|lint|format|use|store|tag|squash|rebase|deploy|release)\b",
     r"\bour (?:convention|style|rule|standard|policy|practice|workflow)\b",
-    r"\b(?:all |every one of )?our [\w-]+(?: [\w-]+)? (?:are|is|live|go|use|follow|must|should|need)\b",
+    r"\b(?:all |every one of )?our [\w-]+(?: [\w-]+)? (?:are|is|live|lives|go|goes|use|uses|follow|follows|"
+    r"must|should|need|needs|come|comes|run|runs|stay|stays|belong|belongs)\b",
     r"\b[\w-]+(?: [\w-]+)? in this (?:repo|repository|project|codebase) (?:are|is|follow|use|must|should)\b",
     r"\bin this (?:repo|repository|project|codebase|team)\b",
     r"\b(?:the )?convention (?:here )?is\b",
