@@ -6,8 +6,8 @@
    file, `Observer.once(final=True)` with the default cadence (5) in a fresh
    store: exchanges read, passes fired, memories written (with their text),
    time per pass and characters handed to the classifier.
-2. The labelled sets (tests/fixtures/capture_cases*.yaml: development, round 2,
-   held-out): precision, recall and supersessions of the offline classifier,
+2. The labelled sets (tests/fixtures/capture_cases*.yaml: development, rounds 2
+   and 3, held-out): precision, recall and supersessions of the offline classifier,
    side by side with a keyword baseline (a human sentence with always/never/prefer/don't is a
    coding preference of the user; no relations, no duplicate check).
 3. Latency from an appended exchange to a written memory file with a live
@@ -99,6 +99,7 @@ class KeywordBaseline:
 SETS = (
     ("development", "capture_cases.yaml", "the patterns and thresholds were set on it"),
     ("round 2", "capture_cases_round2.yaml", "its first misses widened the patterns"),
+    ("round 3", "capture_cases_round3.yaml", "held out at first; its misses then widened three patterns"),
     ("held-out", "capture_cases_heldout.yaml", "never used to change the classifier"),
 )
 

@@ -70,9 +70,10 @@ _RATIONALE = _any(
     r"\btoo (?:much|slow|complex|heavy|risky|expensive)\b", r"\boverkill\b", r"\bsimpler\b",
 )
 _ARCHITECTURE = _any(
-    r"\b(?:database|db|queue|cache|framework|library|orm|api|architecture|service|storage|backend|"
-    r"frontend|ui|spa|auth|broker|stack|protocol|schema|deploy\w*|infrastructure|tables?|models?|"
-    r"sourcing|pattern|monolith|microservices?|serverless|runtime|language|cloud)\b",
+    r"\b(?:databases?|dbs?|queues?|caches?|frameworks?|librar(?:y|ies)|orms?|apis?|architecture|services?|"
+    r"storage|backends?|frontends?|ui|spa|auth|brokers?|stacks?|protocols?|schemas?|deploy\w*|"
+    r"infrastructure|tables?|models?|sourcing|patterns?|monolith|microservices?|serverless|runtimes?|"
+    r"languages?|cloud)\b",
     r"\b(?:postgres\w*|mysql|sqlite|mongo\w*|redis|kafka|rabbitmq|graphql|grpc|rest|react|vue|"
     r"htmx|django|flask|fastapi|rails|kubernetes|docker|terraform|celery)\b",
 )
@@ -131,7 +132,8 @@ _CHANGE_OF_MIND = _any(
     r"\bno longer\b",
     r"\bnot anymore\b",
     r"\banymore\b",
-    r"\bswitch(?:ed|ing)? (?:to|from)\b",
+    r"\bswitch(?:ed|ing)?\b",
+    r"\bno more\b",
     r"\bmov(?:e|ed|ing) (?:to|from|away)\b",
     r"\bchanged? (?:my|our) mind\b",
     r"\bfrom now on\b",
