@@ -246,6 +246,8 @@ class StoreIndex:
             CREATE TABLE IF NOT EXISTS access(
                 memory_id TEXT NOT NULL, at REAL NOT NULL, event TEXT NOT NULL);
             CREATE INDEX IF NOT EXISTS access_id ON access(memory_id);
+            CREATE TABLE IF NOT EXISTS feedback(
+                memory_id TEXT PRIMARY KEY, useful INTEGER NOT NULL, wrong INTEGER NOT NULL);
             CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 text, tokenize='porter unicode61 remove_diacritics 2');
@@ -579,7 +581,8 @@ class StoreIndex:
     # ------------------------------------------------------------ access log
 
     def log_access(self, memory_ids: list[str], event: str) -> None:
-        """Record recalls and feedback (the cache only: a recall never touches a memory file)."""
+        """Record recalls ("recalled") and feedback ("useful", "wrong") in the cache only:
+        a recall never touches a memory file. Feedback is kept as counts, read on every recall."""
         if not memory_ids:
             return
         now = time.time()
@@ -587,9 +590,17 @@ class StoreIndex:
             self.db.executemany(
                 "INSERT INTO access(memory_id, at, event) VALUES (?, ?, ?)", [(i, now, event) for i in memory_ids]
             )
+            if event in ("useful", "wrong"):
+                column = "useful" if event == "useful" else "wrong"
+                self.db.executemany(
+                    f"INSERT INTO feedback(memory_id, useful, wrong) VALUES (?, ?, ?) "
+                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = {column} + 1",
+                    [(i, int(event == "useful"), int(event == "wrong")) for i in memory_ids],
+                )
+                return
             newest = self.db.execute("SELECT max(rowid) FROM access").fetchone()[0] or 0
             if newest % ACCESS_PRUNE_EVERY < len(memory_ids):
-                # bounded: the newest ACCESS_KEEP recall rows; feedback rows are kept whole
+                # bounded: the newest ACCESS_KEEP recall rows (feedback counts live in their own table)
                 self.db.execute(
                     "DELETE FROM access WHERE event = 'recalled' AND rowid <= ?", (newest - ACCESS_KEEP,)
                 )
@@ -597,24 +608,19 @@ class StoreIndex:
     def access_counts(self) -> dict[str, dict[str, float]]:
         """memory id -> {event: count, ..., "last": when it was last recalled (POSIX seconds)}."""
         result: dict[str, dict[str, float]] = {}
-        for memory_id, event, count, last in self.db.execute(
-            "SELECT memory_id, event, count(*), max(at) FROM access GROUP BY memory_id, event"
+        for memory_id, count, last in self.db.execute(
+            "SELECT memory_id, count(*), max(at) FROM access WHERE event = 'recalled' GROUP BY memory_id"
         ):
+            result[memory_id] = {"recalled": count, "last": last}
+        for memory_id, (useful, wrong) in self.feedback().items():
             entry = result.setdefault(memory_id, {})
-            entry[event] = count
-            if event == "recalled":
-                entry["last"] = last
+            entry.update({k: v for k, v in (("useful", useful), ("wrong", wrong)) if v})
         return result
 
     def feedback(self) -> dict[str, tuple[int, int]]:
-        """memory id -> (useful, wrong) marks from `forgemem feedback`."""
-        result: dict[str, list[int]] = {}
-        for memory_id, event, count in self.db.execute(
-            "SELECT memory_id, event, count(*) FROM access WHERE event IN ('useful', 'wrong') "
-            "GROUP BY memory_id, event"
-        ):
-            result.setdefault(memory_id, [0, 0])[0 if event == "useful" else 1] = count
-        return {k: (v[0], v[1]) for k, v in result.items()}
+        """memory id -> (useful, wrong) marks from `forgemem feedback` (read on every recall: a small table)."""
+        return {memory_id: (useful, wrong) for memory_id, useful, wrong in
+                self.db.execute("SELECT memory_id, useful, wrong FROM feedback")}
 
     def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
         """(rowid, BM25 score, higher is better) of the best lexical matches."""
