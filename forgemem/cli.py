@@ -320,12 +320,10 @@ def forget(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Retract a memory with a new version that supersedes it (git keeps the trail)."""
-    target = state.workspace().load().resolve(memory_id)
-    result, pointing = state.workspace().forget(memory_id, reason=reason, purge=purge)
+    memory, pointing = state.workspace().forget(memory_id, reason=reason, purge=purge)
     if as_json:
-        emit_json(forgotten_json(target, result, pointing, purge))
+        emit_json(forgotten_json(memory, pointing, purge))
         return
-    memory = result
     if purge:
         out.print(f"deleted {memory.path}")
         for other in pointing:

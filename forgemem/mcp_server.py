@@ -101,9 +101,8 @@ def build_server(workspace: Workspace):
     @tool
     def forget(id: str, reason: str = "") -> str:  # noqa: A002
         """Retract a memory (a new version that supersedes it). Same JSON as `forgemem forget --json`."""
-        target = workspace.load().resolve(id)
-        result, pointing = workspace.forget(target.id, reason=reason)
-        return dump(views.forgotten_json(target, result, pointing, purged=False))
+        result, pointing = workspace.forget(id, reason=reason)
+        return dump(views.forgotten_json(result, pointing, purged=False))
 
     @tool
     def link(id: str, target: str, relationship: str) -> str:  # noqa: A002

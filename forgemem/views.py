@@ -24,11 +24,12 @@ def linked_json(memory: Memory, relationship: str, other: Memory) -> dict[str, A
     return {"id": memory.id, "relationship": relationship, "target": other.id, "path": str(memory.path)}
 
 
-def forgotten_json(memory: Memory, result: Memory, pointing: list[Memory], purged: bool) -> dict[str, Any]:
+def forgotten_json(result: Memory, pointing: list[Memory], purged: bool) -> dict[str, Any]:
+    """What `Workspace.forget` returned: the purged memory, or the retraction (which supersedes the target)."""
     if purged:
-        return {"id": memory.id, "purged": True, "path": str(memory.path),
+        return {"id": result.id, "purged": True, "path": str(result.path),
                 "still_referenced_by": [m.id for m in pointing]}
-    return {"id": memory.id, "purged": False, "retraction": result.id, "path": str(result.path)}
+    return {"id": result.supersedes[0], "purged": False, "retraction": result.id, "path": str(result.path)}
 
 
 def conflicts_json(snap: Snapshot) -> dict[str, Any]:

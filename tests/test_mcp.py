@@ -82,6 +82,7 @@ def test_tools_that_write(workspace):
     assert "ruff" in context["context"] and context["tokens"] <= 1500
     assert linked["relationship"] == "relates-to"
     assert forgotten["purged"] is False and forgotten["retraction"].startswith("mem_")
+    assert forgotten["id"].startswith("mem_9f7ab1bf")  # the memory forgotten, not its retraction
     assert missing[0] == "error" and "no memory has an id starting with 'ffffffff'" in missing[1]
     assert bad[0] == "error" and "feelings" in bad[1]
 
