@@ -719,7 +719,7 @@ def recall(
     ws = state.workspace()
     request = {
         "op": "recall",
-        "stores": {scope: str(store.memory_dir) for scope, store in ws.stores.items()},
+        "stores": server.store_dirs(ws),
         "use_embeddings": not lexical_only,
         "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"])} for item in items],
     }
@@ -1000,18 +1000,6 @@ def feedback(
 # ------------------------------------------------------------------ in the agent
 
 
-def _context_request(prompt: str, budget: Optional[int], k: Optional[int]) -> dict:
-    ws = state.workspace()
-    config = ws.config
-    return {
-        "op": "context",
-        "stores": {scope: str(store.memory_dir) for scope, store in ws.stores.items()},
-        "use_embeddings": True,
-        "budget": config.context_budget_tokens if budget is None else budget,
-        "queries": [{"text": prompt, "k": k or config.retrieval_top_k, "hops": config.retrieval_hop_depth}],
-    }
-
-
 @app.command()
 def context(
     prompt: str = typer.Argument(..., metavar="QUERY", help="The prompt (or - to read it from stdin)."),
@@ -1030,7 +1018,8 @@ def context(
 
     if prompt == "-":
         prompt = sys.stdin.read()
-    answer = server.answer(_context_request(prompt, budget, k), prepare=_refresh, on_notice=warn)
+    request = server.query_request(state.workspace(), "context", prompt, k=k, budget=budget)
+    answer = server.answer(request, prepare=_refresh, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
     if as_json:
@@ -1046,9 +1035,7 @@ def slash(line: str = typer.Argument(..., metavar='"/memory …"', help="One /me
     from . import slash as slash_module
 
     def search(query: str, k: int) -> list[dict]:
-        request = _context_request(query, 0, k) | {"op": "recall"}
-        request["queries"][0]["k"] = k
-        answer = server.answer(request, on_notice=warn)
+        answer = server.answer(server.query_request(state.workspace(), "recall", query, k=k), on_notice=warn)
         if not answer["ok"]:
             raise ForgememError(answer["error"])
         return answer["results"][0]

@@ -96,15 +96,8 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None) -> str:
     from .workspace import Workspace
 
     workspace = Workspace.open(cwd=cwd)
-    config = workspace.config
-    limit = (timeout_ms if timeout_ms is not None else config.hook_timeout_ms) / 1000
-    request = {
-        "op": "context",
-        "stores": {scope: str(store.memory_dir) for scope, store in workspace.stores.items() if store.exists()},
-        "use_embeddings": True,
-        "budget": config.context_budget_tokens,
-        "queries": [{"text": query[:4000], "k": config.retrieval_top_k, "hops": config.retrieval_hop_depth}],
-    }
+    limit = (timeout_ms if timeout_ms is not None else workspace.config.hook_timeout_ms) / 1000
+    request = server.query_request(workspace, "context", query[:4000])
     if not request["stores"]:
         return ""
     result: dict = {}

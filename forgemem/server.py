@@ -141,6 +141,25 @@ def handle(request: dict, engines: Engines, refresh: bool = True) -> dict:
 # ------------------------------------------------------------------ client
 
 
+def store_dirs(workspace) -> dict[str, str]:
+    """A workspace's stores as requests name them: scope -> folder, for the folders that exist."""
+    return {scope: str(store.memory_dir) for scope, store in workspace.stores.items() if store.exists()}
+
+
+def query_request(workspace, op: str, text: str, k: int | None = None, budget: int | None = None) -> dict:
+    """A one-query request with the workspace's settings: op "recall" (hits) or "context" (the block)."""
+    config = workspace.config
+    request = {
+        "op": op,
+        "stores": store_dirs(workspace),
+        "use_embeddings": True,
+        "queries": [{"text": text, "k": k or config.retrieval_top_k, "hops": config.retrieval_hop_depth}],
+    }
+    if op == "context":
+        request["budget"] = config.context_budget_tokens if budget is None else budget
+    return request
+
+
 def answer(request: dict, prepare=None, use_server: bool = True, on_notice=None,
            timeout: float = ANSWER_TIMEOUT, start_first: bool = False) -> dict:
     """Ask the running server; failing that, answer in this process and start a server for next time.
