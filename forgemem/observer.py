@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .classify import Batch
-from .transcripts import FORMATS, Compaction, Turn, detect_format, file_identity, flush, read_new
+from .transcripts import FORMATS, Compaction, Turn, detect_format, flush, read_new
 
 if TYPE_CHECKING:
     from .capture import Capturer, PassResult
@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS transcripts (
     device INTEGER, inode INTEGER,
     offset INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
     state TEXT NOT NULL DEFAULT '{}',
     humans INTEGER NOT NULL DEFAULT 0,
     humans_at_pass INTEGER NOT NULL DEFAULT 0,
@@ -116,6 +117,11 @@ def _turn_to_json(turn: Turn) -> dict:
     if len(data["text"]) > MAX_TURN_CHARS:
         data["text"] = data["text"][:MAX_TURN_CHARS] + " …"
     return data
+
+
+def _unchanged(row: sqlite3.Row, identity: tuple[int, int], seen: tuple[int, int]) -> bool:
+    """The file is the one read last time, with the same size and modification time."""
+    return (row["device"], row["inode"]) == identity and (row["size"], row["mtime_ns"]) == seen
 
 
 def _fit(turns: list[dict], budget: Budget) -> list[dict]:
@@ -233,6 +239,7 @@ class Observer:
         self.cadence = cadence or workspace.config.cadence_turns
         self.state = state or ObserverState(state_path(workspace))
         self._capturer = capturer
+        self._not_transcripts: dict[Path, tuple[int, int]] = {}  # files seen not to be one: (size, mtime)
 
     # ------------------------------------------------------------ finding transcripts
 
@@ -242,8 +249,19 @@ class Observer:
         for target in self.targets:
             if target.is_dir():
                 for path in sorted(target.rglob("*")):
-                    if path.is_file() and path.suffix in (".jsonl", ".json", ".md") and self.format_of(path):
+                    if path.suffix not in (".jsonl", ".json", ".md") or not path.is_file():
+                        continue
+                    try:
+                        stat = path.stat()
+                    except OSError:
+                        continue
+                    seen = (stat.st_size, stat.st_mtime_ns)
+                    if self._not_transcripts.get(path) == seen:
+                        continue  # not detected last time and unchanged since: not read again
+                    if self.format_of(path):
                         found.append(path)
+                    else:
+                        self._not_transcripts[path] = seen
             elif target.is_file():
                 found.append(target)
         return found
@@ -266,14 +284,17 @@ class Observer:
         """
         key = str(path)
         try:
-            identity = file_identity(path)
-            size = path.stat().st_size
+            stat = os.stat(path)
         except OSError:
             return 0
+        identity, seen = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
+        row = self.state.transcript(key)
+        if row is not None and not (compaction or final) and _unchanged(row, identity, seen):
+            return 0  # the common case on a rescan: no write lock taken
         conn = self.state.connection
         conn.execute("BEGIN IMMEDIATE")  # two observers (say, two hooks) take turns per transcript
         try:
-            read = self._poll_locked(path, key, identity, size, compaction, final)
+            read = self._poll_locked(path, key, identity, seen, compaction, final)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -281,8 +302,9 @@ class Observer:
         return read
 
     def _poll_locked(
-        self, path: Path, key: str, identity: tuple[int, int], size: int, compaction: bool, final: bool
+        self, path: Path, key: str, identity: tuple[int, int], seen: tuple[int, int], compaction: bool, final: bool
     ) -> int:
+        size, mtime_ns = seen
         conn = self.state.connection
         row = self.state.transcript(key)
         if row is None:
@@ -295,8 +317,8 @@ class Observer:
         if rotated and row["format"] != "gemini":
             self._reset(key, row["format"], identity)
             row = self.state.transcript(key)
-        if size == row["size"] and not (compaction or final) and row["format"] != "gemini":
-            return 0
+        if not (compaction or final) and _unchanged(row, identity, seen):
+            return 0  # another observer read it while this one waited for the lock
         result = read_new(path, row["format"], row["offset"], json.loads(row["state"]))
         if compaction or final:  # the caller knows the turn in progress is complete
             result.events += flush(path, row["format"], result.state)
@@ -332,11 +354,14 @@ class Observer:
             "DELETE FROM arc WHERE path = ? AND turn < ?", (key, result.state.get("turns", 0) - ARC_TURNS)
         )
         conn.execute(
-            "UPDATE transcripts SET offset = ?, size = ?, state = ?, humans = ?, humans_at_pass = ?,"
-            " compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
+            "UPDATE transcripts SET device = ?, inode = ?, offset = ?, size = ?, mtime_ns = ?, state = ?,"
+            " humans = ?, humans_at_pass = ?, compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
             (
+                identity[0],
+                identity[1],
                 result.offset,
                 size,
+                mtime_ns,
                 json.dumps(result.state),
                 humans,
                 humans_at_pass,

@@ -20,7 +20,6 @@ inline sidechains), `codex` (rollout JSONL), `aider` (`.aider.chat.history.md`),
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -522,9 +521,3 @@ def read_all(path: Path, fmt: str | None = None) -> list[Event]:
         raise ValueError(f"cannot tell the format of {path}")
     result = read_new(path, fmt)
     return result.events + flush(path, fmt, result.state)
-
-
-def file_identity(path: Path) -> tuple[int, int]:
-    """(device, inode): a rotated or replaced file gets a new one."""
-    stat = os.stat(path)
-    return stat.st_dev, stat.st_ino

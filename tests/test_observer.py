@@ -349,3 +349,21 @@ def test_live_forgemem_observe_process_picks_up_appends(project, tmp_path):
     assert process.returncode == 0, err
     assert "down step" in out and "stopped watching" in err
     print(f"append to memory file: {seconds:.2f} s")  # a figure for the record, not an assertion
+
+
+def test_an_unchanged_transcript_is_skipped_without_taking_the_write_lock(workspace, capturer, tmp_path):
+    import sqlite3
+
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(exchange("hello there", n=1))
+    observer = Observer(workspace, [transcript], cadence=10, capturer=capturer)
+    observer.poll(transcript)
+    other = sqlite3.connect(observer.state.path, timeout=0.1, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another observer holds the write lock
+    try:
+        started = time.monotonic()
+        assert observer.poll(transcript) == 0
+        assert time.monotonic() - started < 1  # did not wait for the lock (its timeout is 30 s)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
