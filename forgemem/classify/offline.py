@@ -292,6 +292,13 @@ def relate(
     return "new", None, best.similarity
 
 
+def _request_line(text: str) -> str | None:
+    """The first line of a human turn, as the request it makes; None for commands and shell input."""
+    if text.lstrip().startswith(("/", "!")):
+        return None
+    return text.strip().split("\n", 1)[0]
+
+
 class OfflineClassifier:
     name = "offline"
 
@@ -305,17 +312,19 @@ class OfflineClassifier:
         agent_answered = False
         for turn in batch.context:  # what the first new turn may answer or point back to
             agent_answered = turn.role != "user"
-            if turn.role == "user" and not turn.text.lstrip().startswith(("/", "!")):
-                previous_request = turn.text.strip().split("\n", 1)[0]
+            if turn.role == "user" and (line := _request_line(turn.text)) is not None:
+                previous_request = line
         for turn in batch.turns:
             if turn.role != "user":
                 agent_answered = True
                 continue
             chars += len(turn.text)
+            durable = False
             for sentence in sentences(turn.text):
                 found = match(sentence, after_work=agent_answered)
                 if found is None:
                     continue
+                durable = True
                 text = explicit_subject(sentence)
                 if found.category == "corrections" and _ANAPHORA.search(sentence) and previous_request:
                     text = f"{_finish(text)} (Said about the request: “{_quote(previous_request, 140)}”)"
@@ -336,8 +345,7 @@ class OfflineClassifier:
                         + (f" ({similarity:.2f})" if target else ""),
                     )
                 )
-            if not any(s for s in sentences(turn.text) if match(s, agent_answered)):
-                if not turn.text.lstrip().startswith(("/", "!")):
-                    previous_request = turn.text.strip().splitlines()[0] if turn.text.strip() else ""
+            if not durable and (line := _request_line(turn.text)) is not None:
+                previous_request = line  # a request, which a later correction may point back to
             agent_answered = False
         return Classification(proposals, self.name, chars_sent=chars)
