@@ -43,11 +43,14 @@ CODEX_BEGIN = "# >>> forgemem: added by `forgemem install codex`; `forgemem unin
 CODEX_END = "# <<< forgemem"
 
 
-def forgemem_command() -> str:
+def forgemem_argv() -> list[str]:
     """How agents should start forgemem: by name when it is on PATH, else this interpreter."""
-    if shutil.which("forgemem"):
-        return "forgemem"
-    return f"{shlex.quote(sys.executable)} -m forgemem"
+    return ["forgemem"] if shutil.which("forgemem") else [sys.executable, "-m", "forgemem"]
+
+
+def forgemem_command() -> str:
+    """`forgemem_argv` as one shell command line."""
+    return shlex.join(forgemem_argv())
 
 
 def slash_command_text(command: str) -> str:
@@ -274,7 +277,7 @@ def plan_codex_install(config: Path) -> Plan:
         plan.changes.append(Change(config, before, before))
         plan.notes.append("already installed; nothing to change")
         return plan
-    command = forgemem_command().split(" ") if " " not in sys.executable else [sys.executable, "-m", "forgemem"]
+    command = forgemem_argv()
     lines = text.splitlines(keepends=True)
     if text and not text.endswith("\n"):
         lines[-1] += "\n"
