@@ -1184,11 +1184,12 @@ def observe(
             raise UsageError(f"no such file or folder: {target}")
     if not targets and not status:
         raise UsageError("name transcript files or folders to observe, or pass --claude-code")
-    observer = Observer(state.workspace(), targets, fmt=fmt, cadence=cadence)
+    capturer = None
     if not status:
-        from .capture import make_classifier
+        from .capture import Capturer
 
-        make_classifier(state.workspace())  # a bad classifier setting fails here, not in every pass
+        capturer = Capturer(state.workspace())  # a bad classifier setting fails here, not in every pass
+    observer = Observer(state.workspace(), targets, fmt=fmt, cadence=cadence, capturer=capturer)
     if status:
         _print_observe_status(observer.status(), as_json)
         return
