@@ -21,6 +21,7 @@ import difflib
 import re
 import subprocess
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from .errors import ForgememError, Problem, UsageError
@@ -52,13 +53,11 @@ class Side:
     problems: list[Problem]
     paths: dict[str, str]  # memory id -> path relative to the repository
 
-    @property
+    @cached_property
     def graph(self):
         from .graph import MemoryGraph
 
-        if not hasattr(self, "_graph"):
-            self._graph = MemoryGraph(self.memories.values())
-        return self._graph
+        return MemoryGraph(self.memories.values())
 
 
 def _blob_id(data: bytes) -> str:
@@ -322,6 +321,12 @@ def _one_line(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _provenance_lines(memory: Memory) -> list[str]:
+    """The line under a listed memory saying where it came from (none for a plain manual memory)."""
+    provenance = _provenance(memory)
+    return [f"  <sub>{provenance}</sub>"] if provenance else []
+
+
 def _provenance(memory: Memory) -> str:
     bits = []
     if memory.trigger in ("cadence", "compaction"):
@@ -365,9 +370,7 @@ def render_markdown(result: Review) -> str:
         for item in added:
             m = item.memory
             lines.append(f"- {s(m.id)} {m.scope}/{m.category}: {_one_line(m.body)}")
-            provenance = _provenance(m)
-            if provenance:
-                lines.append(f"  <sub>{provenance}</sub>")
+            lines += _provenance_lines(m)
         lines.append("")
     if versions:
         lines.append("**New versions**")
@@ -376,9 +379,7 @@ def render_markdown(result: Review) -> str:
             merge = f" (merges {len(m.supersedes)})" if len(m.supersedes) > 1 else ""
             lines.append(f"- {s(m.id)} v{m.version} supersedes {s(old.id)} v{old.version}{merge} "
                          f"({m.category}): {word_diff_markdown(old.body, m.body)}")
-            provenance = _provenance(m)
-            if provenance:
-                lines.append(f"  <sub>{provenance}</sub>")
+            lines += _provenance_lines(m)
         lines.append("")
     if edits:
         lines.append("**Hand edits** (the same memory changed in place)")
