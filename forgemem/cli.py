@@ -1060,6 +1060,9 @@ def hook(
 
 
 _AGENTS = ("claude-code", "codex", "git")
+_AGENT_ARGUMENT = typer.Argument(..., help="claude-code, codex or git.")
+_USER_OPTION = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude.")
+_DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the diff; change nothing.")
 
 
 def _install_plan(agent: str, user: bool, uninstall: bool):
@@ -1104,9 +1107,9 @@ def _run_plan(plan, dry_run: bool, verb: str) -> None:
 
 @app.command()
 def install(
-    agent: str = typer.Argument(..., help="claude-code, codex or git."),
-    user: bool = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff; change nothing."),
+    agent: str = _AGENT_ARGUMENT,
+    user: bool = _USER_OPTION,
+    dry_run: bool = _DRY_RUN_OPTION,
 ) -> None:
     """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff driver (git)."""
     _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
@@ -1114,9 +1117,9 @@ def install(
 
 @app.command()
 def uninstall(
-    agent: str = typer.Argument(..., help="claude-code, codex or git."),
-    user: bool = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff; change nothing."),
+    agent: str = _AGENT_ARGUMENT,
+    user: bool = _USER_OPTION,
+    dry_run: bool = _DRY_RUN_OPTION,
 ) -> None:
     """Remove exactly what `forgemem install` added."""
     _run_plan(_install_plan(agent, user, uninstall=True), dry_run, "uninstalled")
