@@ -921,7 +921,11 @@ def diff_driver(path: Path = typer.Argument(..., help="The file git hands its te
     """git's textconv for memory files (installed by `forgemem install git`): a readable memory."""
     from .review import textconv
 
-    sys.stdout.write(textconv(path.read_bytes(), str(path)))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ForgememError(f"cannot read {path}: {exc.strerror or exc}") from None
+    sys.stdout.write(textconv(data, str(path)))
 
 
 @app.command()
