@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 import unicodedata
 from datetime import date, datetime
@@ -103,6 +104,14 @@ def parse_text(text: str, path: Path | None = None) -> Memory:
         raise MemoryFileError(
             [Problem(path, "the front matter is not closed by a '---' line", 1)]
         ) from None
+    if len(front) > MAX_FRONT_MATTER_CHARS:
+        raise MemoryFileError(
+            [Problem(path, f"the front matter is longer than {MAX_FRONT_MATTER_CHARS // 1024} KiB", 1)]
+        )
+    unsafe = unsafe_yaml(front)
+    if unsafe is not None:
+        reason, line = unsafe
+        raise MemoryFileError([Problem(path, reason, line)])
     try:
         meta = yaml.load(front, Loader=_Loader)
     except yaml.YAMLError as exc:
@@ -124,6 +133,50 @@ def parse_text(text: str, path: Path | None = None) -> Memory:
         raise MemoryFileError(problems)
     assert memory is not None
     return memory
+
+
+#: Front matter is a few hundred bytes; this much is already absurd.
+MAX_FRONT_MATTER_CHARS = 64 * 1024
+#: Nesting deeper than this is refused before parsing (the format needs 3 levels).
+MAX_YAML_DEPTH = 32
+#: Only text with one of these can hold an anchor, an alias or deep nesting on few lines.
+_MAYBE_UNSAFE = re.compile(r"[&*\[{?]|-[ \t]+-|\t")
+_OPENING = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
+            yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
+_CLOSING = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def unsafe_yaml(text: str, max_depth: int = MAX_YAML_DEPTH) -> tuple[str, int] | None:
+    """Why YAML text must not be parsed, and the line (None: it may be).
+
+    Anchors and aliases are refused (an alias "bomb" of a few hundred bytes
+    expands to gigabytes in whatever walks the result), and so is nesting
+    deeper than `max_depth`. Checked on the token stream, which is flat: no
+    recursion and no expansion. Text that cannot hold either is not scanned.
+    Invalid YAML is left for the parser to report.
+    """
+    if len(text) < 4096 and not _MAYBE_UNSAFE.search(text):
+        return None
+    depth = 0
+    try:
+        for token in yaml.scan(text, Loader=_Loader):
+            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
+                return "YAML anchors and aliases (&name, *name) are not allowed in forgemem files", token.start_mark.line + 1
+            if isinstance(token, _OPENING):
+                depth += 1
+                if depth > max_depth:
+                    return f"the YAML is nested more than {max_depth} levels deep", token.start_mark.line + 1
+            elif isinstance(token, _CLOSING):
+                depth -= 1
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+def unsafe_yaml_reason(text: str) -> str | None:
+    """`unsafe_yaml` as one sentence (for config files)."""
+    found = unsafe_yaml(text)
+    return None if found is None else f"{found[0]} (line {found[1]})"
 
 
 def _key_lines(front: str) -> dict[str, int]:
@@ -347,12 +400,27 @@ def dumps(memory: Memory) -> str:
     return f"---\n{front}---\n{body}\n"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a file so that a crash leaves the old or the new text, never half of one."""
+def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
+    """Write a file so that a crash leaves the old or the new text, never half of one.
+
+    The mode: 0600 with `private` (caches, records); otherwise an existing
+    file keeps its own, and a new one gets what the umask gives (0644 with
+    022), so teammates on a shared checkout can read memory files.
+    """
+    from .permissions import PRIVATE_FILE, shared_mode
+
     data = text.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
+    if private:
+        mode = PRIVATE_FILE
+    else:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            mode = shared_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from .config import Config, default_config_text, load_config
+from .config import Config, default_config_text, load_layers
 from .errors import ForgememError, Problem, UsageError, require_choice
 from .model import (
     CATEGORIES,
@@ -79,9 +79,11 @@ class Workspace:
         self.stores = stores
         self.warnings: list[str] = []
         self._indexes: dict[str, StoreIndex] | None = None
-        self.config = config or load_config(
-            *(stores[s].config_path if s in stores else None for s in ("user", "repo"))
-        )
+        if config is None:
+            layers = load_layers(*(stores[s].config_path if s in stores else None for s in ("user", "repo")))
+            config = layers.config
+            self.warnings.extend(layers.warnings)
+        self.config = config
 
     @classmethod
     def open(

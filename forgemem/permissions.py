@@ -1,0 +1,94 @@
+"""File modes: private caches and logs, shared files that follow the umask.
+
+Two kinds of file, two rules:
+
+- **Private** (caches, logs, observer state, the recall server's socket, the
+  install records): folders 0700, files 0600, whatever the umask. They may
+  hold text from conversations and memories; other local users never read them.
+- **Shared** (memory files, `.gitattributes`, an agent's settings): the mode a
+  new file would get from the user's umask (0644 with the usual 022), so
+  teammates on a shared checkout can read them; a file that exists keeps its mode.
+
+And one check, for anything forgemem is about to trust: a folder is *safe* when
+it is owned by this user and not writable by other users (`safe_folder`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+_umask_lock = threading.Lock()
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _umask_lock:  # elsewhere: set and restore (brief, and under a lock)
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
+def shared_mode() -> int:
+    """The mode of a new, ordinary file under the current umask (0644 with umask 022)."""
+    return 0o666 & ~current_umask()
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and missing parents) as a private folder; tighten it if it exists and is ours."""
+    path = Path(path)
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    try:
+        st = path.stat()
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(path, PRIVATE_DIR)
+    except OSError:
+        pass
+    return path
+
+
+def make_private(path: Path) -> None:
+    """Set a file of ours to 0600 (nothing happens to a missing file or someone else's)."""
+    try:
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != PRIVATE_FILE:
+            os.chmod(path, PRIVATE_FILE)
+    except OSError:
+        pass
+
+
+def open_private_append(path: Path):
+    """Open a private log for appending (created 0600; an existing one is tightened)."""
+    private_dir(Path(path).parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+    make_private(path)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def unsafe_reason(path: Path) -> str | None:
+    """Why a folder must not be trusted (None: it is owned by this user and not writable by others)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror})"
+    if st.st_uid != os.getuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if stat.S_IMODE(st.st_mode) & 0o002:
+        return "other users can write to it"
+    return None
+
+
+def safe_folder(path: Path) -> bool:
+    return unsafe_reason(path) is None
