@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .classify import RELATIONS, Batch, Classification, Neighbour, Proposal
@@ -191,7 +192,8 @@ class Capturer:
         return _WORD.findall(a.lower()) == _WORD.findall(b.lower())
 
     def _write(self, proposal: Proposal, batch: Batch) -> tuple[Memory, list[str]]:
-        source: dict = {"transcript": batch.path}
+        project = self.workspace.stores["repo"].forge_dir.parent if "repo" in self.workspace.stores else None
+        source: dict = {"transcript": provenance_path(batch.path, project)}
         if proposal.turn is not None:
             turn = proposal.turn
             source["lines"] = (
@@ -224,6 +226,42 @@ class Capturer:
         store = self.workspace.stores[memory.scope]
         relative = str(memory.path.relative_to(store.memory_dir)) if memory.path else None
         self.engine.refresh(only={memory.scope: [relative] if relative else []})
+
+
+def provenance_path(path: str, project: Path | None = None, home: Path | None = None) -> str:
+    """A transcript's path as provenance may record it: never the user's name.
+
+    Inside the project: relative to it. Under the home folder: `~/…`, with the
+    home folder's dashed form in agent folder names (Claude Code keeps a
+    project's sessions in `~/.claude/projects/-home-alice-project/`) folded to
+    `~` as well. Anywhere else: as it is. If the user's name would still show:
+    the file name alone.
+    """
+    import getpass
+
+    raw = Path(path)
+    home = home or Path.home()
+    if project is not None:
+        try:
+            return raw.relative_to(project).as_posix()
+        except ValueError:
+            pass
+    try:
+        shown = "~/" + raw.relative_to(home).as_posix()
+    except ValueError:
+        shown = raw.as_posix()
+    dashed = re.sub(r"[^A-Za-z0-9]", "-", str(home))
+    if len(dashed) > 1:
+        shown = shown.replace(dashed, "~")
+    names = {home.name}
+    try:
+        names.add(getpass.getuser())
+    except (KeyError, OSError):
+        pass
+    for name in names:
+        if len(name) >= 2 and re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", shown):
+            return raw.name
+    return shown
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

@@ -44,12 +44,19 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON for scripts instead
 class State:
     repo_dir: Optional[Path] = None
     user_dir: Optional[Path] = None
+    cwd: Optional[Path] = None
     _workspace: Optional[Workspace] = None
 
     def workspace(self) -> Workspace:
         if self._workspace is None:
-            self._workspace = Workspace.open(repo_dir=self.repo_dir, user_dir=self.user_dir)
+            self._workspace = Workspace.open(cwd=self.cwd, repo_dir=self.repo_dir, user_dir=self.user_dir)
+            for message in self._workspace.warnings:
+                warn(message)
         return self._workspace
+
+    def where(self) -> Path:
+        """The folder commands work for: `-C DIR`, else the current one."""
+        return (self.cwd or Path.cwd()).absolute()
 
 
 state = State()
@@ -76,12 +83,22 @@ def main_options(
         envvar="FORGEMEM_USER_DIR",
         help="The user-scope memory folder itself; default ~/.forge/memory.",
     ),
+    cwd: Optional[Path] = typer.Option(
+        None,
+        "-C",
+        "--cwd",
+        help="Work as if started in this folder (the repo store is found from there); "
+        "the current folder is not changed.",
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
+    if cwd is not None and not cwd.is_dir():
+        raise UsageError(f"-C {cwd}: not a folder")
     state.repo_dir = repo_dir
     state.user_dir = user_dir
+    state.cwd = cwd
     state._workspace = None
 
 
@@ -131,12 +148,46 @@ def init(
     elif state.repo_dir:
         forge_dir = Path(state.repo_dir).absolute().parent
     else:
-        forge_dir = default_forge_dir(Path.cwd())
+        forge_dir = default_forge_dir(state.where())
     created = init_forge_dir(forge_dir)
     for path in created:
         out.print(f"created {path}")
     if not created:
         out.print(f"{forge_dir} is already set up")
+
+
+# ------------------------------------------------------------------ trust
+
+
+@app.command()
+def trust(as_json: bool = JSON_OPTION) -> None:
+    """Let this repository's .forge/config.yaml choose the classifier, its URL and key, and models.
+
+    Those settings decide where your conversations and API keys are sent, so
+    a repository's config may set them only once you have read it and trust
+    it. Trust is recorded in ~/.forge/config.yaml with the file's SHA-256: if
+    the file changes (a pull, a branch), it is untrusted until you run this again.
+    """
+    change = state.workspace().trust(True)
+    if as_json:
+        emit_json(change.to_dict())
+        return
+    verb = "now trusted" if change.changed else "already trusted"
+    out.print(f"{escape(str(change.path))} is {verb} (sha256 {change.sha256[:12]}…)")
+    for key, value in change.user_only.items():
+        out.print(f"  it sets {key}: {escape(repr(value))}")
+    if not change.user_only:
+        out.print("  it sets none of the settings that need trust")
+
+
+@app.command()
+def untrust(as_json: bool = JSON_OPTION) -> None:
+    """Stop letting this repository's config choose the classifier, its URL and key, and models."""
+    change = state.workspace().trust(False)
+    if as_json:
+        emit_json(change.to_dict())
+        return
+    out.print(f"{escape(str(change.path))} is {'no longer' if change.changed else 'not'} trusted")
 
 
 # ------------------------------------------------------------------ add
@@ -869,8 +920,8 @@ def _repo_root() -> Path:
 
     ws = state.workspace()
     repo = ws.stores.get("repo")
-    start = repo.memory_dir if repo is not None else Path.cwd()
-    root = find_repo_root(start if start.exists() else Path.cwd())
+    start = repo.memory_dir if repo is not None else state.where()
+    root = find_repo_root(start if start.exists() else state.where())
     if root is None:
         raise UsageError("not in a git repository")
     return root
@@ -1035,16 +1086,10 @@ def context(
 @app.command()
 def slash(line: str = typer.Argument(..., metavar='"/memory …"', help="One /memory command line.")) -> None:
     """Run one /memory command (what agent harnesses route to forgemem); prints markdown."""
-    from . import server
     from . import slash as slash_module
 
-    def search(query: str, k: int) -> list[dict]:
-        answer = server.answer(server.query_request(state.workspace(), "recall", query, k=k), on_notice=warn)
-        if not answer["ok"]:
-            raise ForgememError(answer["error"])
-        return answer["results"][0]
-
-    print(slash_module.run(line, state.workspace(), search=search))
+    workspace = state.workspace()
+    print(slash_module.run(line, workspace, search=slash_module.server_search(workspace, on_notice=warn)))
 
 
 @app.command()
@@ -1076,12 +1121,12 @@ def _install_plan(agent: str, user: bool, uninstall: bool):
     if agent not in _AGENTS:
         raise UsageError(f"unknown agent {agent!r} (known: {', '.join(_AGENTS)})")
     if agent == "git":
-        root = find_repo_root(Path.cwd())
+        root = find_repo_root(state.where())
         if root is None:
             raise UsageError("not in a git repository")
         return (install.plan_git_uninstall if uninstall else install.plan_git_install)(root)
     if agent == "claude-code":
-        folder = install.claude_dir(find_repo_root(Path.cwd()), user)
+        folder = install.claude_dir(find_repo_root(state.where()), user)
         return (install.plan_claude_code_uninstall if uninstall else install.plan_claude_code_install)(folder)
     config = install.codex_config_path()
     return (install.plan_codex_uninstall if uninstall else install.plan_codex_install)(config)
@@ -1181,7 +1226,7 @@ def observe(
         raise UsageError("--compaction and --final go with --once")
     targets = list(paths or [])
     if claude_code:
-        root = find_repo_root(Path.cwd()) or Path.cwd()
+        root = find_repo_root(state.where()) or state.where()
         folder = claude_code_folder(root)
         if not folder.is_dir() and not status:
             raise UsageError(f"no Claude Code sessions for this repository at {folder}")

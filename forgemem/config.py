@@ -74,19 +74,21 @@ assert set(USER_ONLY) <= set(_RULES)
 
 
 def default_config_text() -> str:
-    """The file `forgemem init` writes: every key a repository may set, with its default."""
+    """The file `forgemem init` writes: every key a repository may set, commented out at its default
+    (a value written here would override the user's own config for that key in this repository)."""
     lines = [
-        "# forgemem configuration; see docs/format.md#configuration",
-        "# (the classifier, embedding model and MCP settings belong in ~/.forge/config.yaml)",
+        "# forgemem configuration for this repository; see docs/format.md#configuration",
+        "# Uncomment a setting to change it here (this file wins over ~/.forge/config.yaml).",
+        "# The classifier, embedding model and MCP settings belong in ~/.forge/config.yaml.",
         "memory:",
     ]
     for key, value in Config().to_dict().items():
         if key in USER_ONLY:
             continue
         if isinstance(value, bool):
-            lines.append(f"  {key}: {str(value).lower()}")
+            lines.append(f"  # {key}: {str(value).lower()}")
         else:
-            lines.append(f"  {key}: {value!r}" if isinstance(value, str) else f"  {key}: {value}")
+            lines.append(f"  # {key}: {value!r}" if isinstance(value, str) else f"  # {key}: {value}")
     return "\n".join(lines).replace("''", '""') + "\n"
 
 

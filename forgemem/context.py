@@ -25,6 +25,8 @@ The fence marks the block so transcripts that echo it are never re-captured
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -80,8 +82,29 @@ class ContextBlock:
         return {"context": self.text, "tokens": self.tokens, "ids": self.ids, "left_out": self.left_out}
 
 
+#: A closing tag of any name, or an opening tag that names a fence or a role: in memory text
+#: these are neutralised, so no memory can end the block early or start one of its own.
+_TAG = re.compile(
+    r"<\s*(?:/\s*[^<>\s]*|[^<>\s/]*(?:forgemem|context|system|reminder|instruction|prompt|user|assistant|human|tool)[^<>\s]*)[^<>]*>?",
+    re.IGNORECASE,
+)
+
+
+def fence_safe(text: str) -> str:
+    """Memory text made safe to put inside the block, on one line.
+
+    Invisible format characters (zero-width, bidi controls) are dropped and
+    look-alike characters folded (NFKC: fullwidth `＜` is `<`) before tags are
+    looked for; in a closing tag or a fence-like opening tag the angle
+    brackets become `‹ ›`. Ordinary text (`Vec<u8>`, `a < b`) is kept.
+    """
+    visible = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    folded = unicodedata.normalize("NFKC", " ".join(visible.split()))
+    return _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), folded)
+
+
 def line_for(hit: dict, short: dict[str, str]) -> str:
-    body = " ".join(hit["content"].split())
+    body = fence_safe(hit["content"])
     line = f"- [{short[hit['id']]} {hit['category']}] {body}"
     if hit.get("scope") == "user":
         line += " (personal)"

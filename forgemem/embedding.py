@@ -33,6 +33,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# ONNX Runtime writes a device id and a queue of telemetry events under ~/.cache/Microsoft
+# as soon as it is imported, unless this is set first; forgemem sends and keeps nothing of the kind.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 EXPORT_MIN_COSINE = 1 - 1e-4
@@ -141,6 +144,7 @@ class OnnxEmbedder:
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_length)
         self.tokenizer.no_padding()
+        ort.disable_telemetry_events()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or min(os.cpu_count() or 1, 4)
         options.inter_op_num_threads = 1
@@ -298,7 +302,9 @@ def load_embedder(configured: str = "", on_export: Callable[[str], None] | None 
     if onnx_path is not None and not onnx_path.is_file():
         from filelock import FileLock
 
-        folder.mkdir(parents=True, exist_ok=True)
+        from .permissions import private_dir
+
+        private_dir(folder)
         with FileLock(str(folder / "export.lock")):
             if not onnx_path.is_file():
                 print_(f"preparing the embedding model {model_id} (once; this takes a few seconds)")

@@ -11,6 +11,9 @@ import sys
 
 
 def run() -> None:
+    from .spawn import enter_safe_mode
+
+    enter_safe_mode()  # no Python process forgemem starts imports from the folder it runs in
     if sys.argv[1:] == ["hook", "claude-code"]:
         from .hooks import main_claude_code
 

@@ -23,9 +23,11 @@ OLD_DAYS = 365
 
 def growth(root: Path, memory_path: str = ".forge/memory") -> list[tuple[str, int]]:
     """(month, memory files added that month) from git history, oldest first."""
+    from .review import git_argv
+
     done = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--name-only", "--format=@%ad", "--date=format:%Y-%m", "--",
-         memory_path],
+        git_argv("log", "--diff-filter=A", "--name-only", "--format=@%ad", "--date=format:%Y-%m", "--",
+                 memory_path),
         cwd=root, capture_output=True, text=True,
     )
     months: dict[str, int] = {}

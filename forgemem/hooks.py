@@ -4,22 +4,28 @@
 
 | event | what forgemem does |
 |---|---|
-| `UserPromptSubmit` | recall for `prompt`; the context block goes out as `hookSpecificOutput.additionalContext` |
+| `UserPromptSubmit` | recall for `prompt`; the context block goes out as `hookSpecificOutput.additionalContext`. A prompt that is a `/forgemem …` command is answered here instead: the answer is shown to the user (`decision: block` with the answer as `reason`) and the model is not called |
 | `SessionStart` with `source: compact` | the same, for the last human turns of `transcript_path` (re-inject after compaction) |
 | `PreCompact` | a compaction capture pass over `transcript_path`, in a background process |
 | `Stop` | a cadence check over `transcript_path` (a pass if enough exchanges are new), in the background |
 | `SessionEnd` | a final cadence pass (exchanges short of the cadence too), in the background |
 
 Hooks fail open: whatever goes wrong, the exit status is 0 with nothing
-injected, and a line goes to `hooks.log` in the cache. A recall slower than
-`hook_timeout_ms` (default 2 s) is abandoned.
+injected, and a line goes to `hooks.log` in the cache (private, secrets
+redacted). A recall slower than `hook_timeout_ms` (default 2 s) is abandoned.
+
+The prompt, the transcript path and every other field of the event are data:
+they arrive on stdin and reach forgemem's own code as Python strings, never a
+shell command line. Background capture starts `python -P -m forgemem -C
+PROJECT observe …` in a private folder (`forgemem.spawn`), so a repository
+that ships a `forgemem/` package of its own is never imported.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import re
 import sys
 import threading
 import time
@@ -36,18 +42,33 @@ def log_path() -> Path:
 
 
 def log(message: str) -> None:
-    """One line in the hooks log; never raises."""
+    """One line in the hooks log (private, secrets redacted); never raises."""
     try:
+        from .memfile import atomic_write_text
+        from .permissions import open_private_append
+        from .secrets import redact
+
         path = log_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > LOG_LIMIT:
             data = path.read_bytes()
-            path.write_bytes(data[len(data) // 2:])
+            atomic_write_text(path, data[len(data) // 2:].decode("utf-8", "replace"), private=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} {message}\n")
-    except OSError:
+        with open_private_append(path) as handle:
+            handle.write(f"{stamp} {redact(message)[0]}\n")
+    except Exception:  # noqa: BLE001 - logging must never fail a hook
         pass
+
+
+#: `/forgemem …` typed as a prompt (the Claude Code command name), answered by the hook itself
+SLASH_PROMPT = re.compile(r"\A\s*/forgemem(?=\s|\Z)")
+
+
+def _payload_cwd(payload: dict) -> Path:
+    """The project folder the event is about (the hook's own folder when the payload names none)."""
+    named = payload.get("cwd")
+    if isinstance(named, str) and named and Path(named).is_dir():
+        return Path(named)
+    return Path(os.getcwd())
 
 
 def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
@@ -57,11 +78,13 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
         if not isinstance(payload, dict):
             raise ValueError("the hook input is not a JSON object")
         event = payload.get("hook_event_name", "")
-        cwd = Path(payload.get("cwd") or os.getcwd())
+        cwd = _payload_cwd(payload)
         if event == "UserPromptSubmit":
             prompt = payload.get("prompt")
             if not isinstance(prompt, str):
                 raise ValueError("UserPromptSubmit input has no prompt string")
+            if SLASH_PROMPT.match(prompt):
+                return json.dumps({"decision": "block", "reason": slash_answer(prompt, cwd)}, ensure_ascii=False)
             return _inject(event, prompt, cwd, timeout_ms)
         if event == "SessionStart":
             if payload.get("source") != "compact":
@@ -69,6 +92,8 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
             query = recent_human_text(payload.get("transcript_path"))
             return _inject(event, query, cwd, timeout_ms) if query else ""
         transcript = payload.get("transcript_path")
+        if not isinstance(transcript, str):
+            transcript = None
         if event == "PreCompact" and transcript:
             capture_in_background(cwd, transcript, "--compaction")
         elif event == "SessionEnd" and transcript:
@@ -90,12 +115,31 @@ def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}})
 
 
+def slash_answer(prompt: str, cwd: Path) -> str:
+    """The answer to a `/forgemem …` prompt (the `/memory` language), as markdown for the user."""
+    from . import slash
+    from .workspace import Workspace
+
+    line = SLASH_PROMPT.sub("/memory", prompt, count=1).strip()
+    try:
+        workspace = Workspace.open(cwd=cwd)
+    except Exception as exc:  # noqa: BLE001 - one line for the user, not a traceback
+        return f"forgemem: {exc}"
+    for warning in workspace.warnings:
+        log(warning)
+    answer = slash.run(line, workspace, search=slash.server_search(workspace, on_notice=log))
+    log(f"answered /forgemem {line.split()[1] if len(line.split()) > 1 else 'summary'}")
+    return answer
+
+
 def context_for(query: str, cwd: Path, timeout_ms: int | None = None) -> str:
     """The context block for `query` in the stores seen from `cwd`; "" if none, or too slow."""
     from . import server
     from .workspace import Workspace
 
     workspace = Workspace.open(cwd=cwd)
+    for warning in workspace.warnings:
+        log(warning)
     limit = (timeout_ms if timeout_ms is not None else workspace.config.hook_timeout_ms) / 1000
     request = server.query_request(workspace, "context", query[:4000])
     if not request["stores"]:
@@ -144,15 +188,15 @@ def recent_human_text(transcript: str | None) -> str:
 
 
 def capture_in_background(cwd: Path, transcript: str, *flags: str) -> None:
-    """`forgemem observe --once [flags] TRANSCRIPT` in a detached process: the agent never waits."""
-    command = [sys.executable, "-m", "forgemem", "observe", "--once", *flags, transcript]
-    path = log_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=handle,
-            start_new_session=True,
-        )
+    """`forgemem -C CWD observe --once [flags] -- TRANSCRIPT` in a detached process: the agent never waits.
+
+    The process runs safely (`forgemem.spawn`): not in the project folder, and
+    with nothing from it on `sys.path`; its errors go to the hooks log.
+    """
+    from .spawn import start_detached
+
+    args = ["-C", str(cwd.absolute()), "observe", "--once", *flags, "--", transcript]
+    start_detached(args, log_path=log_path())
     log(f"started: observe --once {' '.join(flags)} {transcript}")
 
 
@@ -167,7 +211,7 @@ def codex(payload_text: str) -> None:
         if rollout is None:
             log(f"codex notify: no rollout found for thread {thread!r}")
             return
-        capture_in_background(Path(payload.get("cwd") or os.getcwd()), str(rollout))
+        capture_in_background(_payload_cwd(payload), str(rollout))
     except Exception as exc:  # noqa: BLE001 - hooks fail open
         log(f"codex hook failed: {type(exc).__name__}: {exc}")
 

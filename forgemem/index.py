@@ -204,12 +204,17 @@ class StoreIndex:
             db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             self._create(db)
             return db
-        self.folder.mkdir(parents=True, exist_ok=True)
+        from .permissions import PRIVATE_FILE, make_private, private_dir
+
+        private_dir(self.folder)  # it holds the text of every memory: other users never read it
         ignore = self.folder / ".gitignore"
         if not ignore.exists():
             ignore.write_text("# forgemem cache: derived from the memory files, never committed\n*\n")
         for attempt in range(2):
             try:
+                if not self.db_path.exists():  # created private; SQLite gives its -wal/-shm the same mode
+                    os.close(os.open(self.db_path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+                make_private(self.db_path)
                 db = sqlite3.connect(self.db_path, isolation_level=None, timeout=30, check_same_thread=False)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
@@ -391,7 +396,7 @@ class StoreIndex:
             from contextlib import nullcontext
 
             return nullcontext()
-        return FileLock(str(self.lock_path), timeout=120)
+        return FileLock(str(self.lock_path), timeout=120, mode=0o600)
 
     def _apply_files(
         self, changed: list[str], deleted: list[str], known: dict[str, tuple[int, int]], report: RefreshReport
@@ -664,6 +669,7 @@ class StoreIndex:
             if index is not None and not self.in_memory:
                 tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
                 faiss.write_index(index, str(tmp))
+                os.chmod(tmp, 0o600)
                 os.replace(tmp, path)
                 for old in self.folder.glob(f"{self.scope}-*.faiss"):
                     if old != path:

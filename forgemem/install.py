@@ -24,8 +24,6 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,25 +42,46 @@ CODEX_END = "# <<< forgemem"
 
 
 def forgemem_argv() -> list[str]:
-    """How agents should start forgemem: by name when it is on PATH, else this interpreter."""
-    return ["forgemem"] if shutil.which("forgemem") else [sys.executable, "-m", "forgemem"]
+    """How agents and git should start forgemem: the console script by its absolute path
+    (never a name looked up on PATH from the project folder), else `python -P -m forgemem`."""
+    from .spawn import command_argv
+
+    return command_argv()
 
 
 def forgemem_command() -> str:
-    """`forgemem_argv` as one shell command line."""
+    """`forgemem_argv` as one POSIX shell command line (every word quoted as needed)."""
     return shlex.join(forgemem_argv())
 
 
-def slash_command_text(command: str) -> str:
-    return f"""---
+#: The /forgemem command file. It holds no shell line: the UserPromptSubmit hook sees
+#: the typed text (`/forgemem search …`) on stdin and answers it itself, so the
+#: user's words never reach a shell. Claude Code needs the file to offer the command.
+SLASH_COMMAND_TEXT = """---
 description: forgemem long-term memory (/forgemem help)
 argument-hint: "[list|search|show|history|graph|conflicts|forget|add|stats|help] ..."
-allowed-tools: Bash({command} slash:*)
 ---
-!`{command} slash "/memory $ARGUMENTS"`
-
-Show the forgemem answer above to the user as it is, without commentary.
+forgemem's UserPromptSubmit hook answers `/forgemem` commands before they reach you. If you are
+reading this, that hook is not installed or did not run: tell the user to run
+`forgemem install claude-code` (or `forgemem slash "/memory help"` in a terminal), and do nothing else.
 """
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string: any text (non-ASCII kept as is; quotes, backslashes and controls escaped)."""
+    escaped = []
+    for ch in value:
+        if ch in ('"', "\\"):
+            escaped.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            escaped.append({"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}.get(ch, f"\\u{ord(ch):04X}"))
+        else:
+            escaped.append(ch)
+    return '"' + "".join(escaped) + '"'
+
+
+def toml_array(values: list[str]) -> str:
+    return "[" + ", ".join(toml_string(v) for v in values) + "]"
 
 
 @dataclass
@@ -122,8 +141,10 @@ class Plan:
             if self.remove_record:
                 self.record_path.unlink(missing_ok=True)
             elif self.record is not None:
-                self.record_path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(self.record_path, json.dumps(self.record, indent=2) + "\n")
+                from .permissions import private_dir
+
+                private_dir(self.record_path.parent)
+                atomic_write_text(self.record_path, json.dumps(self.record, indent=2) + "\n", private=True)
 
 
 def _read(path: Path) -> str | None:
@@ -158,6 +179,11 @@ def claude_dir(project: Path | None, user: bool) -> Path:
 
 def _is_ours(entry: dict) -> bool:
     return any("forgemem hook claude-code" in str(h.get("command", "")) for h in entry.get("hooks", []) or [])
+
+
+def _is_old_slash_command(text: str) -> bool:
+    """The command file forgemem 0.1 wrote (it ran `forgemem slash` on a shell line)."""
+    return text.startswith("---\ndescription: forgemem long-term memory") and "slash \"/memory $ARGUMENTS\"" in text
 
 
 def _parse_settings(path: Path, text: str | None) -> dict:
@@ -195,9 +221,13 @@ def plan_claude_code_install(folder: Path) -> Plan:
     after = _dump(data)
     changed = _parse_settings(settings, before) != data
     plan.changes.append(Change(settings, before, after if changed else before))
-    wanted = slash_command_text(command)
+    wanted = SLASH_COMMAND_TEXT
     existing = _read(command_file)
-    if existing is None or existing == wanted:
+    if existing is not None and existing != wanted and _is_old_slash_command(existing):
+        existing_is_ours = True  # an older forgemem's command file (with a shell line): replaced
+    else:
+        existing_is_ours = existing is None or existing == wanted
+    if existing_is_ours:
         plan.changes.append(Change(command_file, existing, wanted))
     else:
         plan.notes.append(f"{command_file} exists and is not forgemem's; left alone (the /forgemem command is not installed)")
@@ -210,7 +240,7 @@ def plan_claude_code_install(folder: Path) -> Plan:
         "settings": str(settings),
         "original": old_record.get("original", before) if old_record else before,
         "installed": after if changed else old_record.get("installed", after),
-        "command_file": str(command_file) if existing is None or existing == wanted else old_record.get("command_file"),
+        "command_file": str(command_file) if existing_is_ours else old_record.get("command_file"),
         "created_dirs": sorted(created),
     }
     if not any(c.changed for c in plan.changes):
@@ -248,7 +278,7 @@ def plan_claude_code_uninstall(folder: Path) -> Plan:
     plan.changes.append(Change(settings, before, after))
     command_file = folder / "commands" / COMMAND_NAME
     text = _read(command_file)
-    if text is not None and "forgemem slash" in text and text.startswith("---\ndescription: forgemem"):
+    if text is not None and (text == SLASH_COMMAND_TEXT or _is_old_slash_command(text)):
         plan.changes.append(Change(command_file, text, None))
     plan.remove_dirs = [Path(p) for p in sorted(record.get("created_dirs", []), key=len, reverse=True)]
     if not any(c.changed for c in plan.changes):
@@ -286,7 +316,7 @@ def plan_codex_install(config: Path) -> Plan:
         plan.notes.append(f"{config} already has `notify`; capture after each turn is not installed "
                           "(run `forgemem observe ~/.codex/sessions` instead)")
     else:
-        top = [CODEX_BEGIN + "\n", f"notify = {json.dumps([*command, 'hook', 'codex'])}\n", CODEX_END + "\n"]
+        top = [CODEX_BEGIN + "\n", f"notify = {toml_array([*command, 'hook', 'codex'])}\n", CODEX_END + "\n"]
     bottom: list[str] = []
     if "forgemem" in data.get("mcp_servers", {}):
         plan.notes.append(f"{config} already has [mcp_servers.forgemem]; left alone")
@@ -294,14 +324,19 @@ def plan_codex_install(config: Path) -> Plan:
         bottom = [
             ("\n" if lines else "") + CODEX_BEGIN + "\n",
             "[mcp_servers.forgemem]\n",
-            f"command = {json.dumps(command[0])}\n",
-            f"args = {json.dumps([*command[1:], 'mcp'])}\n",
+            f"command = {toml_string(command[0])}\n",
+            f"args = {toml_array([*command[1:], 'mcp'])}\n",
             CODEX_END + "\n",
         ]
     # top-level keys must come before the first table
     first_table = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
     after = "".join(lines[:first_table] + top + lines[first_table:] + bottom)
-    tomllib.loads(after)  # never write a file Codex could not read
+    try:
+        tomllib.loads(after)  # never write a file Codex could not read
+    except (tomllib.TOMLDecodeError, UnicodeError):
+        raise ForgememError(
+            f"cannot write forgemem's path {command[0]!r} into {config} as TOML; nothing was changed"
+        ) from None
     plan.changes.append(Change(config, before, after))
     plan.record = {"config": str(config), "original": before, "installed": after,
                    "created_dirs": [] if config.parent.exists() else [str(config.parent)]}

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .classify import Batch
-from .transcripts import FORMATS, Compaction, Turn, detect_format, flush, read_new
+from .transcripts import FORMATS, Compaction, Turn, detect_format, flush, read_new, storable_state
 
 if TYPE_CHECKING:
     from .capture import Capturer, PassResult
@@ -113,9 +113,17 @@ def state_path(workspace: Workspace) -> Path:
 
 
 def _turn_to_json(turn: Turn) -> dict:
+    """A turn as the state keeps it: cut to MAX_TURN_CHARS and with secrets redacted (nothing
+    raw from a transcript is ever stored, not even in the cache)."""
+    from .secrets import redact
+
     data = turn.to_dict()
-    if len(data["text"]) > MAX_TURN_CHARS:
-        data["text"] = data["text"][:MAX_TURN_CHARS] + " …"
+    text = data["text"]
+    if len(text) > MAX_TURN_CHARS:  # redacted a little past the cut, so a secret across it is seen whole
+        text = redact(text[: MAX_TURN_CHARS + 512])[0][:MAX_TURN_CHARS] + " …"
+    else:
+        text = redact(text)[0]
+    data["text"] = text
     return data
 
 
@@ -140,11 +148,16 @@ class ObserverState:
     """The observer's SQLite database (one connection per thread)."""
 
     def __init__(self, path: Path):
+        from .permissions import PRIVATE_FILE, make_private, private_dir
+
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         gitignore = path.parent / ".gitignore"
         if not gitignore.exists():
             gitignore.write_text("*\n", encoding="utf-8")
+        if not path.exists():  # created private: it holds conversation text (redacted, but still)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+        make_private(path)
         self._local = threading.local()
         self.connection.executescript(_SCHEMA)
 
@@ -194,10 +207,12 @@ class ObserverState:
         return cursor.rowcount == 1
 
     def finish(self, pass_id: int, result: PassResult | None, error: str | None = None) -> None:
+        from .secrets import redact
+
         if result is None:
             self.connection.execute(
                 "UPDATE passes SET status = 'failed', finished = ?, error = ? WHERE id = ?",
-                (time.time(), error, pass_id),
+                (time.time(), redact(error or "")[0], pass_id),
             )
             return
         self.connection.execute(
@@ -211,7 +226,7 @@ class ObserverState:
                 json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
                             for m in result.written]),
                 len(result.skipped),
-                json.dumps(result.notes),
+                json.dumps([redact(note)[0] for note in result.notes]),
                 pass_id,
             ),
         )
@@ -362,7 +377,7 @@ class Observer:
                 result.offset,
                 size,
                 mtime_ns,
-                json.dumps(result.state),
+                json.dumps(storable_state(result.state)),
                 humans,
                 humans_at_pass,
                 compactions,

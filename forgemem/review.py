@@ -35,9 +35,18 @@ WORKTREE, INDEX = "worktree", "index"
 # ------------------------------------------------------------------ reading a side
 
 
+#: git run by forgemem never starts a program a repository's own config names (a
+#: `.git/config` can arrive inside a tarball): no fsmonitor hook, no external diff, no textconv.
+GIT = ("git", "-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.pager=cat")
+
+
+def git_argv(*args: str) -> list[str]:
+    return [*GIT, *args]
+
+
 def git(root: Path, *args: str, data: bytes | None = None) -> bytes:
     try:
-        done = subprocess.run(["git", *args], cwd=root, input=data, capture_output=True, check=False)
+        done = subprocess.run(git_argv(*args), cwd=root, input=data, capture_output=True, check=False)
     except FileNotFoundError:
         raise ForgememError("git is not installed") from None
     if done.returncode != 0:
@@ -143,7 +152,7 @@ def read_side(root: Path, where: str, parsed: dict | None = None) -> Side:
 
 
 def _has_commit(root: Path, rev: str) -> bool:
-    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=root,
+    done = subprocess.run(git_argv("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"), cwd=root,
                           capture_output=True)
     return done.returncode == 0
 

@@ -199,6 +199,20 @@ def search_memories(workspace: Workspace, query: str, search) -> str:
     return "\n".join(lines)
 
 
+def server_search(workspace: Workspace, on_notice=None) -> Callable[[str, int], list[dict]]:
+    """A search that asks the recall server first (in-process when none answers)."""
+
+    def search(query: str, k: int) -> list[dict]:
+        from . import server
+
+        answer = server.answer(server.query_request(workspace, "recall", query, k=k), on_notice=on_notice)
+        if not answer["ok"]:
+            raise ForgememError(answer["error"])
+        return answer["results"][0]
+
+    return search
+
+
 def _search_in_process(workspace: Workspace):
     def search(query: str, k: int) -> list[dict]:
         from .engine import RecallEngine

@@ -61,11 +61,13 @@ def mentions(body: str) -> tuple[list[str], list[str]]:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    from .review import git_argv
+
+    return subprocess.run(git_argv(*args), cwd=root, capture_output=True, text=True)
 
 
 def changed_lines_since(root: Path, path: str, since: str) -> int:
-    done = _git(root, "log", f"--since={since}", "--numstat", "--format=", "--", path)
+    done = _git(root, "log", "--no-textconv", "--no-ext-diff", f"--since={since}", "--numstat", "--format=", "--", path)
     total = 0
     for line in done.stdout.splitlines():
         parts = line.split("\t")
@@ -102,7 +104,7 @@ def find_stale(memories: list[Memory], root: Path) -> list[Finding]:
         for name in symbols:
             if name not in symbol_found:
                 # the memory files themselves do not count as a mention
-                found = _git(root, "grep", "-q", "-w", "-F", name, "--", ".", ":(exclude).forge")
+                found = _git(root, "grep", "-q", "-w", "-F", "-e", name, "--", ".", ":(exclude).forge")
                 symbol_found[name] = found.returncode == 0
             if not symbol_found[name]:
                 findings.append(Finding(memory, "missing-symbol", name, f"`{name}` appears nowhere in the repository"))

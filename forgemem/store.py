@@ -192,15 +192,36 @@ def user_memory_dir() -> Path:
     return Path.home() / FORGE_DIR / MEMORY_DIR
 
 
-def find_repo_memory_dir(start: Path, exclude: Path | None = None) -> Path | None:
-    """Walk up from `start` to the git root (or filesystem root) for `.forge/memory/`."""
+def find_repo_memory_dir(start: Path, exclude: Path | None = None,
+                         skipped: list[str] | None = None) -> Path | None:
+    """Walk up from `start` for `.forge/memory/`, stopping at the git root.
+
+    Outside a git repository the walk stops below the home folder's parent,
+    and wherever it goes a `.forge/` is adopted only if it and its `memory/`
+    belong to this user and others cannot write to them: a `.forge/` planted
+    in a shared folder (`/tmp`) by another user is never read. What was passed
+    over is said in `skipped`.
+    """
+    from .permissions import unsafe_reason
+
     start = start.resolve()
     excluded = exclude.resolve() if exclude else None
+    root = find_repo_root(start)
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError):
+        home = None
     for folder in (start, *start.parents):
+        if root is None and home is not None and folder in home.parents:
+            return None  # above the home folder and in no repository: nothing of this user's
         candidate = folder / FORGE_DIR / MEMORY_DIR
         if candidate.is_dir() and candidate.resolve() != excluded:
-            return candidate
-        if (folder / ".git").exists():
+            reason = unsafe_reason(folder / FORGE_DIR) or unsafe_reason(candidate)
+            if reason is None:
+                return candidate
+            if skipped is not None:
+                skipped.append(f"not using {candidate}: {reason}")
+        if folder == root:
             return None
     return None
 

@@ -19,6 +19,8 @@ inline sidechains), `codex` (rollout JSONL), `aider` (`.aider.chat.history.md`),
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -205,6 +207,26 @@ class _Builder:
         self.state["turns"] += 1
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def storable_state(state: dict) -> dict:
+    """A parser state as it may be stored: the text it holds between reads (an assistant
+    turn still being written, an aider message being collected) with secrets redacted."""
+    from .secrets import redact
+
+    stored = dict(state)
+    pending = stored.get("pending")
+    if isinstance(pending, dict) and isinstance(pending.get("text"), str):
+        stored["pending"] = {**pending, "text": redact(pending["text"])[0]}
+    human = stored.get("human")
+    if isinstance(human, dict) and isinstance(human.get("lines"), list):
+        stored["human"] = {**human, "lines": [redact(line)[0] if isinstance(line, str) else line
+                                              for line in human["lines"]]}
+    return stored
+
+
 def _read_jsonl(path: Path, offset: int, state: dict, handle_line) -> ReadResult:
     builder = _Builder(path, state)
     for byte_start, byte_end, raw in _complete_lines(path, offset):
@@ -248,7 +270,7 @@ def _claude_line(builder: _Builder, record: dict, line: int, byte_start: int, by
             if text:
                 builder.human(text, timestamp, line, byte_start, byte_end)
                 queued = state.setdefault("queued", [])
-                queued.append(text)
+                queued.append(_digest(text))  # a digest: the state never holds the words
                 del queued[:-20]
         return
     if kind not in ("user", "assistant"):
@@ -280,8 +302,8 @@ def _claude_line(builder: _Builder, record: dict, line: int, byte_start: int, by
     if not text:
         return
     queued = state.get("queued") or []
-    if text in queued:
-        queued.remove(text)  # already counted when it was queued
+    if _digest(text) in queued:
+        queued.remove(_digest(text))  # already counted when it was queued
         return
     builder.human(text, timestamp, line, byte_start, byte_end)
 

@@ -74,6 +74,20 @@ class Snapshot:
         return [m for m in self.graph.heads() if include_retracted or not m.retracted]
 
 
+@dataclass(frozen=True)
+class TrustChange:
+    path: Path  # the repository config
+    trusted: bool
+    changed: bool  # False: it already was (or was not) trusted
+    sha256: str | None
+    user_only: dict  # the settings trust lets it decide
+    recorded_in: Path  # the user's config
+
+    def to_dict(self) -> dict:
+        return {"config": str(self.path), "trusted": self.trusted, "changed": self.changed,
+                "sha256": self.sha256, "settings": self.user_only, "recorded_in": str(self.recorded_in)}
+
+
 class Workspace:
     def __init__(self, stores: dict[str, Store], config: Config | None = None):
         self.stores = stores
@@ -96,11 +110,14 @@ class Workspace:
         cwd = Path(cwd) if cwd else Path.cwd()
         user = Path(user_dir or os.environ.get("FORGEMEM_USER_DIR") or user_memory_dir())
         repo_override = repo_dir or os.environ.get("FORGEMEM_REPO_DIR")
-        repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user)
+        skipped: list[str] = []
+        repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user, skipped=skipped)
         stores = {"user": Store("user", user.expanduser().absolute())}
         if repo is not None:
             stores["repo"] = Store("repo", repo.expanduser().absolute())
-        return cls(stores)
+        workspace = cls(stores)
+        workspace.warnings[:0] = skipped
+        return workspace
 
     # ------------------------------------------------------------ reading
 
@@ -181,6 +198,30 @@ class Workspace:
         unique, duplicates = _split_duplicates(memories)
         graph = MemoryGraph(unique)
         return Snapshot(unique, graph, [*problems, *duplicates, *graph_problems(graph)])
+
+    # ------------------------------------------------------------ trust
+
+    def trust(self, trust: bool = True) -> TrustChange:
+        """Trust (or stop trusting) the repository's config file, recorded in the user's config.
+
+        A trusted repository config may set the `USER_ONLY` settings (where
+        capture sends data, which key it uses, which model is loaded), for as
+        long as its bytes stay the same.
+        """
+        from .config import USER_ONLY, read_config_file, set_trust
+
+        repo = self.store("repo")
+        path = repo.config_path
+        changed, digest = set_trust(self.stores["user"].config_path, path, trust)
+        settings = read_config_file(path) if path.exists() else {}
+        return TrustChange(
+            path=path.resolve() if path.exists() else path,
+            trusted=trust,
+            changed=changed,
+            sha256=digest,
+            user_only={k: v for k, v in settings.items() if k in USER_ONLY},
+            recorded_in=self.stores["user"].config_path,
+        )
 
     # ------------------------------------------------------------ writing
 

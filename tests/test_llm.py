@@ -94,7 +94,7 @@ def item(text, category="coding-preferences", scope="user", relation="new", targ
 def configure(tmp_path: Path, model: str, url: str, timeout: int = 5) -> Workspace:
     init_forge_dir(tmp_path / "project" / ".forge")
     init_forge_dir(tmp_path / "home" / ".forge")
-    (tmp_path / "project/.forge/config.yaml").write_text(
+    (tmp_path / "home/.forge/config.yaml").write_text(  # the user's own config: a repo's is not obeyed
         f"memory:\n  classifier_model: {model}\n  classifier_base_url: {url}\n"
         f"  classifier_api_key_env: FORGEMEM_TEST_KEY\n  classifier_timeout: {timeout}\n"
     )
@@ -229,7 +229,7 @@ def test_config_errors_name_the_problem(tmp_path):
     ws = configure(tmp_path, "bogus:model", "http://127.0.0.1:1")
     with pytest.raises(ConfigError, match="unknown provider 'bogus'"):
         make_classifier(ws)
-    (tmp_path / "project/.forge/config.yaml").write_text("memory:\n  classifier_model: openai-compatible:x\n")
+    (tmp_path / "home/.forge/config.yaml").write_text("memory:\n  classifier_model: openai-compatible:x\n")
     ws = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "project/.forge/memory",
                         user_dir=tmp_path / "home/.forge/memory")
     with pytest.raises(ConfigError, match="needs classifier_base_url"):

@@ -174,11 +174,18 @@ class LLMClassifier:
 
     @staticmethod
     def _prompt(batch: Batch, refs: dict) -> str:
+        """What the model is sent: every text redacted again here (a hand-written memory file,
+        or turns a library caller hands over unredacted, never send a secret anywhere)."""
+        from ..secrets import redact
+
+        def clean(text: str) -> str:
+            return redact(text)[0]
+
         existing = [
-            {"ref": ref, "category": m.category, "scope": m.scope, "text": m.body} for ref, m in refs.items()
+            {"ref": ref, "category": m.category, "scope": m.scope, "text": clean(m.body)} for ref, m in refs.items()
         ]
-        earlier = [{"role": t.role, "text": t.text} for t in batch.context]
-        turns = [{"turn": n, "role": t.role, "text": t.text} for n, t in enumerate(batch.turns, start=1)]
+        earlier = [{"role": t.role, "text": clean(t.text)} for t in batch.context]
+        turns = [{"turn": n, "role": t.role, "text": clean(t.text)} for n, t in enumerate(batch.turns, start=1)]
         return json.dumps(
             {
                 "trigger": batch.trigger,
