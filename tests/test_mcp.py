@@ -66,11 +66,12 @@ def test_tools_answer_with_the_cli_json(workspace, cli):
 
 def test_tools_that_write(workspace):
     server = build_server(workspace)
-    _, added, context, linked, forgotten, missing, bad = call(
+    _, added, context, no_budget, linked, forgotten, missing, bad = call(
         server,
         ("add", {"text": "Use ruff format, never black, token=abcdef123456", "category": "coding-preferences",
                  "scope": "repo"}),
         ("context", {"prompt": "how do we format Python code, ruff format or black?"}),
+        ("context", {"prompt": "how do we format Python code, ruff format or black?", "budget": 0}),
         ("link", {"id": "9f7ab1bf", "target": "25f9dbc7", "relationship": "relates-to"}),
         ("forget", {"id": "9f7ab1bf", "reason": "moved to nox"}),
         ("show", {"id": "ffffffff"}),
@@ -80,6 +81,7 @@ def test_tools_that_write(workspace):
     memory_text = open(added["path"]).read()
     assert "abcdef123456" not in memory_text and "[REDACTED:password]" in memory_text
     assert "ruff" in context["context"] and context["tokens"] <= 1500
+    assert no_budget["tokens"] == 0  # as `forgemem context --budget 0`: 0 is a budget, not "the default"
     assert linked["relationship"] == "relates-to"
     assert forgotten["purged"] is False and forgotten["retraction"].startswith("mem_")
     assert forgotten["id"].startswith("mem_9f7ab1bf")  # the memory forgotten, not its retraction
