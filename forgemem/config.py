@@ -214,10 +214,12 @@ def load_layers(user_path: Path | None, repo_path: Path | None) -> Layers:
         return Layers(Config(**settings))
     repo = read_config_file(repo_path, raw)
     wanted = {k: v for k, v in repo.items() if k in USER_ONLY and v != getattr(Config(), k)}
-    if not wanted or is_trusted(repo_path, raw, trusted):
+    if wanted and is_trusted(repo_path, raw, trusted):
         settings.update(repo)
         return Layers(Config(**settings))
     settings.update({k: v for k, v in repo.items() if k not in USER_ONLY})
+    if not wanted:
+        return Layers(Config(**settings))
     keys = ", ".join(sorted(wanted))
     changed = any(_same_path(entry.get("path"), repo_path) for entry in trusted)
     why = "it changed since you trusted it" if changed else "you have not trusted this repository"

@@ -15,9 +15,15 @@ def run() -> None:
 
     enter_safe_mode()  # no Python process forgemem starts imports from the folder it runs in
     if sys.argv[1:] == ["hook", "claude-code"]:
+        import os
+
         from .hooks import main_claude_code
 
-        sys.exit(main_claude_code())
+        code = main_claude_code()
+        # A recall given up on (over hook_timeout_ms) may still be running native code (ONNX
+        # Runtime, FAISS) on its thread; tearing the interpreter down under it can abort the
+        # process ("terminate called without an active exception"). Nothing is left to save.
+        os._exit(code)
     from .cli import run as cli_run
 
     cli_run()

@@ -233,4 +233,5 @@ def main_claude_code() -> int:
     output = claude_code(text)
     if output:
         sys.stdout.write(output + "\n")
+    sys.stdout.flush()
     return 0

@@ -266,7 +266,8 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
         assert len(ours) == 1
     assert data["hooks"]["SessionStart"][0]["matcher"] == "compact"
     command_file = project / ".claude" / "commands" / "forgemem.md"
-    assert 'slash "/memory $ARGUMENTS"' in command_file.read_text()
+    assert command_file.read_text() == install.SLASH_COMMAND_TEXT
+    assert "!`" not in command_file.read_text() and "$ARGUMENTS" not in command_file.read_text()
     installed = settings.read_text()
     again = cli("install", "claude-code")
     assert settings.read_text() == installed and "already installed" in again.err

@@ -144,7 +144,7 @@ def test_lexical_only_fallback_says_so(samples, cli, monkeypatch):
 
 
 def test_missing_model_folder_falls_back_to_lexical(samples, cli, tmp_path):
-    (samples / "repo/.forge/config.yaml").write_text(f"memory:\n  embedding_model: {tmp_path / 'no-model'}\n")
+    (samples / "user/.forge/config.yaml").write_text(f"memory:\n  embedding_model: {tmp_path / 'no-model'}\n")
     dirs = ["--repo-dir", str(samples / "repo/.forge/memory"), "--user-dir", str(samples / "user/.forge/memory")]
     result = cli(*dirs, "recall", "pnpm", "--json")
     assert result.code == 0
