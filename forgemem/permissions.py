@@ -77,13 +77,22 @@ def open_private_append(path: Path):
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
-def unsafe_reason(path: Path) -> str | None:
-    """Why a folder must not be trusted (None: it is owned by this user and not writable by others)."""
+def unsafe_reason(path: Path, uid: int | None = None) -> str | None:
+    """Why a folder must not be trusted (None: it is owned by this user and not writable by others).
+
+    `uid`: the user it must belong to (default: this process's).
+    """
     try:
         st = os.stat(path)
-    except OSError as exc:
-        return f"cannot read it ({exc.strerror})"
-    if st.st_uid != os.getuid():
+    except (OSError, ValueError) as exc:
+        return f"cannot read it ({getattr(exc, 'strerror', None) or exc})"
+    return unsafe_stat_reason(st, uid)
+
+
+def unsafe_stat_reason(st: os.stat_result, uid: int | None = None) -> str | None:
+    """`unsafe_reason` for a stat result already at hand."""
+    uid = os.getuid() if uid is None else uid
+    if st.st_uid != uid:
         return f"it belongs to another user (uid {st.st_uid})"
     if stat.S_IMODE(st.st_mode) & 0o002:
         return "other users can write to it"
