@@ -24,7 +24,7 @@ from .conftest import SAMPLES, git, snapshot_bytes
 @pytest.fixture
 def project(git_repo) -> Path:
     """A git project whose repo store is a copy of the sample store."""
-    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge")
+    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge", ignore=shutil.ignore_patterns("cache"))
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "memories")
     return git_repo
@@ -32,7 +32,8 @@ def project(git_repo) -> Path:
 
 @pytest.fixture
 def workspace(project, isolated_home) -> Workspace:
-    shutil.copytree(SAMPLES / "user" / ".forge", isolated_home / ".forge", dirs_exist_ok=True)
+    shutil.copytree(SAMPLES / "user" / ".forge", isolated_home / ".forge", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("cache"))
     return Workspace.open(cwd=project)
 
 

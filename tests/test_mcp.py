@@ -20,7 +20,7 @@ from forgemem.workspace import Workspace  # noqa: E402
 
 @pytest.fixture
 def workspace(tmp_path, model_cache) -> Workspace:
-    shutil.copytree(SAMPLES, tmp_path / "samples")
+    shutil.copytree(SAMPLES, tmp_path / "samples", ignore=shutil.ignore_patterns("cache"))
     return Workspace.open(
         repo_dir=tmp_path / "samples/repo/.forge/memory", user_dir=tmp_path / "samples/user/.forge/memory"
     )
@@ -94,7 +94,7 @@ def test_mcp_command_needs_no_network(tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    shutil.copytree(SAMPLES, tmp_path / "samples")
+    shutil.copytree(SAMPLES, tmp_path / "samples", ignore=shutil.ignore_patterns("cache"))
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
     done = subprocess.run(

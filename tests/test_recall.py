@@ -21,7 +21,7 @@ def samples(tmp_path):
     """A private copy of the sample store (recall writes caches next to it)."""
     import shutil
 
-    shutil.copytree(SAMPLES, tmp_path / "samples")
+    shutil.copytree(SAMPLES, tmp_path / "samples", ignore=shutil.ignore_patterns("cache"))
     return tmp_path / "samples"
 
 

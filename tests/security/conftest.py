@@ -48,7 +48,7 @@ def plant_package(folder: Path) -> Path:
 @pytest.fixture
 def project(git_repo) -> Path:
     """A git project whose repo store is a copy of the sample store."""
-    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge")
+    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge", ignore=shutil.ignore_patterns("cache"))
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "memories")
     return git_repo
