@@ -780,7 +780,8 @@ def recall(
     if not answer["ok"]:
         raise ForgememError(answer["error"])
     for note in answer["notes"]:
-        warn(note)
+        if note not in ws.warnings:  # those were said when the workspace opened
+            warn(note)
     if batch is not None:
         for item, hits in zip(batch, answer["results"], strict=True):
             sys.stdout.write(json.dumps({"id": item.get("id"), "results": hits}, ensure_ascii=False) + "\n")
