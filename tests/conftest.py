@@ -89,6 +89,17 @@ def git_repo(tmp_path) -> Path:
     return repo
 
 
+@pytest.fixture
+def project(git_repo) -> Path:
+    """A git project whose repo store is a copy of the sample store (without any cache of it)."""
+    import shutil
+
+    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge", ignore=shutil.ignore_patterns("cache"))
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "memories")
+    return git_repo
+
+
 def make_memory(body: str = "Use ruff for linting.", **fields) -> Memory:
     now = datetime(2026, 11, 21, 10, 30, tzinfo=timezone.utc)
     values = dict(

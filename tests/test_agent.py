@@ -18,16 +18,7 @@ from forgemem.engine import RecallEngine
 from forgemem.recall import Query
 from forgemem.workspace import Workspace
 
-from .conftest import SAMPLES, git, snapshot_bytes
-
-
-@pytest.fixture
-def project(git_repo) -> Path:
-    """A git project whose repo store is a copy of the sample store."""
-    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge", ignore=shutil.ignore_patterns("cache"))
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "memories")
-    return git_repo
+from .conftest import SAMPLES, snapshot_bytes
 
 
 @pytest.fixture

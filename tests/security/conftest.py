@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import SAMPLES, git
 
 #: Text that a shell would act on, if it ever reached one.
 HOSTILE_TEXTS = [
@@ -43,15 +41,6 @@ def plant_package(folder: Path) -> Path:
     program.write_text(f"#!/bin/sh\necho planted > {str(marker)!r}\n")
     program.chmod(0o755)
     return marker
-
-
-@pytest.fixture
-def project(git_repo) -> Path:
-    """A git project whose repo store is a copy of the sample store."""
-    shutil.copytree(SAMPLES / "repo" / ".forge", git_repo / ".forge", ignore=shutil.ignore_patterns("cache"))
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "memories")
-    return git_repo
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ home folder, the project and the socket folder is searched for every secret.
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 from pathlib import Path
