@@ -139,8 +139,9 @@ def parse_text(text: str, path: Path | None = None) -> Memory:
 MAX_FRONT_MATTER_CHARS = 64 * 1024
 #: Nesting deeper than this is refused before parsing (the format needs 3 levels).
 MAX_YAML_DEPTH = 32
-#: Only text with one of these can hold an anchor, an alias or deep nesting on few lines.
-_MAYBE_UNSAFE = re.compile(r"[&*\[{?]|-[ \t]+-|\t")
+#: Only text with one of these can hold an anchor, an alias, a complex key or deep nesting on
+#: few lines (an empty `[]` or `{}`, as every file's `related: []`, cannot).
+_MAYBE_UNSAFE = re.compile(r"(?:^|[\s\[{,:-])[&*?]|\[(?!\])|\{(?!\})|-[ \t]+-|\t", re.M)
 _OPENING = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
             yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
 _CLOSING = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
