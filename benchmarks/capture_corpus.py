@@ -1,0 +1,64 @@
+"""The capture corpus (../shared/eval/capture/) and the one split every trainer and benchmark uses.
+
+    from capture_corpus import utterances, pairs, split, TEST
+
+A row is in the test split when the SHA-256 of its id, read as a number, is 0 mod 5
+(20 %, fixed, independent of the rows' order and of anything learned). Trainers fit on
+`split(rows)[TRAIN]` only; every figure reported on the corpus comes from `TEST` rows
+(or from cross-validation folds inside TRAIN, said so where used). The six labelled
+transcripts are a test set as a whole: nothing is trained on them.
+
+Rows written by this project (tests/fixtures/capture_extra.jsonl: languages and long
+rambling turns the corpus is thin on) are training data only, never test rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "eval" / "capture"
+EXTRA = ROOT / "tests" / "fixtures" / "capture_extra.jsonl"
+TRAIN, TEST = "train", "test"
+
+
+def available() -> bool:
+    return (CORPUS / "utterances.jsonl").is_file()
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def utterances(extra: bool = True) -> list[dict]:
+    """The corpus's utterances, plus this project's own extra training rows (marked `extra: true`)."""
+    rows = _jsonl(CORPUS / "utterances.jsonl")
+    if extra and EXTRA.is_file():
+        rows += [{**row, "extra": True} for row in _jsonl(EXTRA)]
+    return rows
+
+
+def pairs() -> list[dict]:
+    return _jsonl(CORPUS / "pairs.jsonl")
+
+
+def part(row_id: str) -> str:
+    return TEST if int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 5 == 0 else TRAIN
+
+
+def split(rows: list[dict]) -> dict[str, list[dict]]:
+    """{TRAIN: [...], TEST: [...]}; extra rows are always TRAIN."""
+    out: dict[str, list[dict]] = {TRAIN: [], TEST: []}
+    for row in rows:
+        out[TRAIN if row.get("extra") else part(row["id"])].append(row)
+    return out
+
+
+def transcripts() -> list[tuple[Path, dict]]:
+    """(transcript file, its labels) for the six labelled Claude Code sessions."""
+    import yaml
+
+    labels = yaml.safe_load((CORPUS / "transcripts" / "labels.yaml").read_text(encoding="utf-8"))
+    return [(CORPUS / "transcripts" / entry["file"], entry) for entry in labels["transcripts"]]
