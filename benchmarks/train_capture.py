@@ -1,0 +1,218 @@
+"""Train the offline capture classifier's heads and write forgemem/classify/capture_weights.npz.
+
+    .venv/bin/python benchmarks/train_capture.py [--check]
+
+Data: the capture corpus's TRAIN split (benchmarks/capture_corpus.py; the TEST split
+and the six labelled transcripts are never read here) plus this project's own extra
+rows (tests/fixtures/capture_extra.jsonl). Deterministic: the embedding model runs on
+one thread, rows are in file order, training is full-batch gradient descent from
+zeros, and the threshold and regularisation are chosen by cross-validation over the
+four TRAIN folds. Running it twice writes the same bytes (`--check` trains again and
+compares with the shipped file instead of writing it).
+
+Units: a non-durable utterance gives one training row per sentence (none of its
+sentences is durable); a durable utterance gives its whole text, and, when it has
+several sentences, also the sentence closest to its labelled memory (the one that
+carries the rule). That is how the classifier meets text: sentence by sentence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from capture_corpus import TRAIN, available, fold, split, utterances  # noqa: E402
+
+from forgemem.classify.learned import CATEGORIES, PATTERN_NAMES, WEIGHTS, feature_matrix  # noqa: E402
+from forgemem.classify.units import units  # noqa: E402
+
+#: non-durable rows count this much more: real sessions are mostly tasks and chatter
+NEGATIVE_WEIGHT = 2.0
+L2_CHOICES = (1.0, 3.0, 10.0, 30.0, 100.0)
+MIX_CHOICES = (0.0, 0.25, 0.5, 0.75, 1.0)  # weight of the dense heads' probability against the patterns'
+THRESHOLDS = np.round(np.arange(0.30, 0.91, 0.02), 2)
+STEPS = 1500
+RATE = 0.5
+
+
+def embedder_one_thread():
+    from forgemem.embedding import OnnxEmbedder, load_embedder, model_cache_dir
+
+    loaded = load_embedder("")
+    onnx = model_cache_dir() / loaded.id.split("@")[1] / "model.onnx"
+    return OnnxEmbedder(loaded.model_dir, onnx, loaded.id, threads=1)
+
+
+def rows_for(row: dict, embedder) -> list[tuple[str, str, bool, dict]]:
+    """(unit text, the turn before, whether that turn is the agent's, the row) for training."""
+    before, agent = "", False
+    if row.get("context"):
+        before, agent = row["context"][-1]["text"], row["context"][-1]["role"] == "assistant"
+    pieces = units(row["text"])
+    if not row["durable"]:
+        return [(p, before, agent, row) for p in pieces] or [(row["text"], before, agent, row)]
+    out = [(row["text"], before, agent, row)]
+    if len(pieces) > 1 and embedder is not None and row.get("memory"):
+        vectors = embedder.encode([row["memory"], *pieces])
+        best = int(np.argmax(vectors[1:] @ vectors[0]))
+        out.append((pieces[best], before, agent, row))
+    return out
+
+
+def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-6] = 1.0
+    return mean.astype(np.float32), scale.astype(np.float32)
+
+
+def fit_binary(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    w = np.zeros(x.shape[1], dtype=np.float64)
+    b = 0.0
+    total = weight.sum()
+    for _ in range(STEPS):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w + b, -30, 30)))
+        g = weight * (p - y)
+        w -= RATE * ((x.T @ g) / total + l2 * w / len(y))
+        b -= RATE * g.sum() / total
+    return w.astype(np.float32), float(b)
+
+
+def fit_softmax(x: np.ndarray, y: np.ndarray, classes: int, l2: float) -> tuple[np.ndarray, np.ndarray]:
+    w = np.zeros((x.shape[1], classes), dtype=np.float64)
+    b = np.zeros(classes, dtype=np.float64)
+    onehot = np.eye(classes)[y]
+    for _ in range(STEPS):
+        z = x @ w + b
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        g = (p - onehot) / len(y)
+        w -= RATE * (x.T @ g + l2 * w / len(y))
+        b -= RATE * g.sum(axis=0)
+    return w.astype(np.float32), b.astype(np.float32)
+
+
+def predict(x, w, b):
+    return 1.0 / (1.0 + np.exp(-np.clip(x @ w + b, -30, 30)))
+
+
+def f_beta(y, yhat, beta=1.0):
+    tp = float(((y == 1) & (yhat == 1)).sum())
+    fp = float(((y == 0) & (yhat == 1)).sum())
+    fn = float(((y == 1) & (yhat == 0)).sum())
+    if tp == 0:
+        return 0.0
+    p, r = tp / (tp + fp), tp / (tp + fn)
+    return (1 + beta**2) * p * r / (beta**2 * p + r)
+
+
+def cross_validated(x: np.ndarray, y: np.ndarray, weight: np.ndarray, folds: np.ndarray, log, kind: str):
+    """(L2, out-of-fold durable scores) with the L2 whose threshold sweep scores best (F0.7: precision first)."""
+    best = None
+    for l2 in L2_CHOICES:
+        scores = np.zeros(len(y))
+        for k in sorted(set(folds.tolist())):
+            inside, out = folds != k, folds == k
+            mean, scale = standardise(x[inside])
+            w, b = fit_binary((x[inside] - mean) / scale, y[inside], weight[inside], l2)
+            scores[out] = predict((x[out] - mean) / scale, w, b)
+        f = max(f_beta(y, (scores >= at).astype(int), beta=0.7) for at in THRESHOLDS)
+        if best is None or f > best[0] + 1e-9:
+            best = (f, l2, scores)
+    log(f"  {kind}: L2 {best[1]} (cross-validated best F0.7 {best[0]:.3f} on TRAIN folds)")
+    return best[1], best[2]
+
+
+def train_heads(x: np.ndarray, meta: list[dict], l2: float) -> dict[str, np.ndarray]:
+    y = np.array([1.0 if m["durable"] else 0.0 for m in meta])
+    weight = np.where(y == 1, 1.0, NEGATIVE_WEIGHT)
+    mean, scale = standardise(x)
+    xs = (x - mean) / scale
+    durable_w, durable_b = fit_binary(xs, y, weight, l2)
+    durable = y == 1
+    cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
+    category_w, category_b = fit_softmax(xs[durable], cats[durable], len(CATEGORIES), l2)
+    user = np.array([1.0 if m.get("scope") == "user" else 0.0 for m in meta])
+    scope_w, scope_b = fit_binary(xs[durable], user[durable], np.ones(int(durable.sum())), l2)
+    return {"durable_w": durable_w, "durable_b": np.float32(durable_b),
+            "category_w": category_w, "category_b": category_b, "scope_w": scope_w,
+            "scope_b": np.float32(scope_b), "mean": mean, "scale": scale}
+
+
+def build(log=print) -> bytes:
+    if not available():
+        raise SystemExit("the capture corpus (../shared/eval/capture) is not here")
+    embedder = embedder_one_thread()
+    train = split(utterances())[TRAIN]
+    units_ = [u for row in train for u in rows_for(row, embedder)]
+    texts = [u[0] for u in units_]
+    befores = [u[1] for u in units_]
+    agent = [u[2] for u in units_]
+    meta = [u[3] for u in units_]
+    folds = np.array([fold(m["id"]) if not m.get("extra") else 1 + (i % 4) for i, m in enumerate(meta)])
+    log(f"{len(train)} TRAIN utterances -> {len(units_)} units ({sum(m['durable'] for m in meta)} durable)")
+    arrays: dict[str, np.ndarray] = {"pattern_names": np.array(PATTERN_NAMES)}
+    features = {"dense": feature_matrix(texts, befores, agent, embedder).astype(np.float64),
+                "patterns": feature_matrix(texts, befores, agent, None).astype(np.float64)}
+    y = np.array([1.0 if m["durable"] else 0.0 for m in meta])
+    weight = np.where(y == 1, 1.0, NEGATIVE_WEIGHT)
+    chosen, scores = {}, {}
+    for kind, x in features.items():
+        chosen[kind], scores[kind] = cross_validated(x, y, weight, folds, log, f"{kind} ({x.shape[1]} features)")
+        for key, value in train_heads(x, meta, chosen[kind]).items():
+            arrays[f"{kind}_{key}"] = np.asarray(value)
+    # with a model: a mix of both heads' probabilities; threshold and mix by the same cross-validation
+    best = None
+    for mix in MIX_CHOICES:
+        mixed = mix * scores["dense"] + (1 - mix) * scores["patterns"]
+        for at in THRESHOLDS:
+            f = f_beta(y, (mixed >= at).astype(int), beta=0.7)
+            if best is None or f > best[0] + 1e-9:
+                best = (f, mix, float(at), f_beta(y, (mixed >= at).astype(int)))
+    log(f"  with a model: mix {best[1]} dense, threshold {best[2]:.2f} (F0.7 {best[0]:.3f}, F1 {best[3]:.3f})")
+    arrays["dense_mix"] = np.float32(best[1])
+    arrays["dense_durable_at"] = np.float32(best[2])
+    best = max(((f_beta(y, (scores["patterns"] >= at).astype(int), beta=0.7), float(at)) for at in THRESHOLDS))
+    log(f"  patterns only: threshold {best[1]:.2f} (F0.7 {best[0]:.3f})")
+    arrays["patterns_durable_at"] = np.float32(best[1])
+    return npz_bytes(arrays)
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz numpy reads, with fixed member dates (np.savez stamps the time: never the same bytes)."""
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, value in arrays.items():
+            member = io.BytesIO()
+            np.save(member, np.asarray(value), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, member.getvalue())
+    return buffer.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="train again and compare with the shipped file")
+    args = parser.parse_args()
+    data = build()
+    if args.check:
+        same = WEIGHTS.is_file() and WEIGHTS.read_bytes() == data
+        print(f"{WEIGHTS.name}: {'identical' if same else 'DIFFERENT'} ({len(data):,} bytes)")
+        raise SystemExit(0 if same else 1)
+    WEIGHTS.write_bytes(data)
+    print(f"wrote {WEIGHTS} ({len(data):,} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""The trained part of the offline classifier: is a sentence durable, which category, which scope.
+
+Three small logistic-regression heads, shipped as `capture_weights.npz` beside this
+module (trained by `benchmarks/train_capture.py` on the capture corpus's train split,
+deterministically; the file is rebuilt bit for bit by re-running it):
+
+- **durable**: is what this sentence says still true and useful in a later session
+  (a rule, a preference, a decision, a fact about the person, a correction)?
+- **category**: which of the five (softmax over the durable rows);
+- **scope**: repo or user, for what explicit cues leave open.
+
+Each reads the same features: the all-MiniLM-L6-v2 vector of the sentence, the
+vector of the turn before it (the agent's, when there is one: what a correction or
+a confirmation answers), and pattern features (modality, "from now on", "in this
+repo", one-off and hypothetical markers, questions, quoted output, imperatives,
+confirmations, …) that carry what vectors miss. Without an embedding model (lexical
+mode) a second set of heads over the pattern features alone decides.
+
+The decision threshold of `durable` is set for precision: real sessions are mostly
+tasks and chatter, so a sentence must be clearly durable to be written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+CATEGORIES = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
+WEIGHTS = Path(__file__).with_name("capture_weights.npz")
+
+
+def _rx(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+# ------------------------------------------------------------------ pattern features
+
+_P = {
+    "first_person": _rx(r"\b(?:i|i'm|i've|i'd|my|me|mine)\b"),
+    "we": _rx(r"\b(?:we|we're|we've|our|us|ours)\b"),
+    "you": _rx(r"\b(?:you|your|you're)\b"),
+    "always_never": _rx(r"\b(?:always|never|every time|each time|whenever|at all times)\b"),
+    "from_now_on": _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin (?:the )?future\b", r"\bfrom here on\b",
+                       r"\bremember (?:to|that)\b", r"\bkeep in mind\b", r"\bfor (?:all|every) (?:new |future )?\w+"),
+    "prefer": _rx(r"\bprefer\w*\b", r"\bi (?:really |much |strongly )?(?:like|love|hate|dislike|can't stand)\b",
+                  r"\b(?:fan of|rather than|instead of|over)\b"),
+    "modal_rule": _rx(r"\b(?:must|should|shall|need to|needs to|have to|has to|is required|are required)\b",
+                      r"\b(?:don't|do not|never|avoid|stop) \w+"),
+    "convention": _rx(r"\b(?:convention|standard|policy|rule|style guide|our style|by default|the norm)\b",
+                      r"\b(?:live|lives|go|goes|belong|belongs|are kept|is kept|sit|sits) (?:in|under)\b"),
+    "repo_cue": _rx(r"\bin this (?:repo|repository|project|codebase|team|service|app|package|crate|module)\b",
+                    r"\b(?:this|the) (?:repo|repository|project|codebase)(?:'s)?\b", r"\bhere\b(?!'s| is| are)",
+                    r"\bour (?:team|repo|project|codebase|ci|pipeline|app|service|stack)\b", r"\bbei uns\b",
+                    r"\b(?:aquí|ici|en este proyecto|dans ce projet|in diesem (?:projekt|repo))\b"),
+    "user_cue": _rx(r"\b(?:personally|for me|i prefer|my (?:own )?(?:preference|style|taste)|in all my projects|"
+                    r"everywhere i work|across (?:all )?(?:my )?projects|i always|i never|i like|i hate|i'm a|i am a)\b"),
+    "fact": _rx(r"\bmy name(?:'s| is)\b", r"\bi(?:'m| am) (?:a|an|the) [\w-]+", r"\bi (?:work|live|speak|use|am on)\b",
+                r"\bmy (?:time ?zone|team|role|job|os|laptop|machine|editor|ide|shell|keyboard|language|screen)\b",
+                r"\bi(?:'m| am) (?:based|located|colou?r-?blind|left-handed|new to|dyslexic)\b",
+                r"\bich bin\b", r"\bsoy\b", r"\bje suis\b"),
+    "decision": _rx(r"\b(?:we|i)(?:'ve| have)? (?:decided|chosen|chose|picked|settled on|agreed|went with|go with)\b",
+                    r"\blet's (?:go with|stick with|switch to|move to|use|adopt|standardi[sz]e)\b",
+                    r"\b(?:the|our) decision\b", r"\bwe(?:'re| are) (?:going with|moving to|switching to)\b"),
+    "rationale": _rx(r"\bbecause\b", r"\bsince\b", r"\bso that\b", r"\bto avoid\b", r"\bweil\b", r"\bporque\b",
+                     r"\bparce que\b", r"\b(?:too|so) (?:slow|fast|flaky|expensive|complex|risky|heavy)\b"),
+    "change": _rx(r"\bactually\b", r"\binstead\b", r"\bno longer\b", r"\banymore\b", r"\bswitch(?:ed|ing)?\b",
+                  r"\bmoved? (?:to|off|from|away)\b", r"\bchanged? (?:my|our) mind\b", r"\bscratch that\b",
+                  r"\bnow (?:we|i|it's|its|on)\b", r"\breplac\w+\b", r"\bmigrat\w+\b", r"\bi was wrong\b"),
+    "negation_start": _rx(r"^(?:no|nope|wrong|not quite|not like that|that's (?:wrong|not|incorrect)|don't|do not|"
+                          r"stop|never|nein|no,)\b"),
+    "one_off": _rx(r"\bfor now\b", r"\bthis once\b", r"\bjust this\b", r"\b(?:today|tonight|tomorrow)\b",
+                   r"\bfor this (?:pr|branch|commit|release|sprint|session|ticket|task|one|file|run)\b",
+                   r"\buntil\b", r"\btemporar\w+\b", r"\bright now\b", r"\bfor the moment\b", r"\bthis time\b",
+                   r"\bin this session\b", r"\bfor the demo\b", r"\bquick(?:ly)? hack\b", r"\bjust for\b"),
+    "hypothetical": _rx(r"^if\b", r"\bif we ever\b", r"\bmaybe\b", r"\bperhaps\b", r"\bone day\b",
+                        r"\bsomeday\b", r"\bin theory\b", r"\bmight\b", r"\bwhat if\b", r"\bwould be nice\b",
+                        r"\bcould (?:we|consider)\b", r"\beventually\b", r"\bi wonder\b"),
+    "question": _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what|why|how|where|when|which|"
+                    r"who|any idea|do you know)\b"),
+    "quoted": _rx(r"[\"“”].{8,}[\"“”]", r"\b(?:says|said|wrote|according to|the (?:wiki|readme|docs?|ticket|"
+                  r"error|log|output|message) (?:says|said)|quote)\b", r"^\s*>", r"^\s*(?:error|warning|traceback)\b",
+                  r"\[\d{2}:\d{2}"),
+    "task_start": _rx(r"^(?:please |pls |can you |could you |would you |now |ok,? |okay,? |so,? |then )?"
+                      r"(?:add|fix|make|create|implement|update|write|remove|delete|refactor|rename|change|move|"
+                      r"run|show|explain|check|look|find|help|build|install|bump|generate|set up|setup|debug|"
+                      r"investigate|try|test|deploy|merge|commit|push|revert|open|review|optimi[sz]e|clean)\b"),
+    "confirm_start": _rx(r"^(?:yes|yep|yeah|yup|sure|ok|okay|sounds good|do it|go ahead|let's do (?:it|that)|agreed|"
+                         r"perfect|exactly|please do|go for it|correct|right|ja|sí|si|oui|d'accord)\b"),
+    "decline": _rx(r"\b(?:not now|no thanks|don't bother|just this one|later|revisit|not for now|skip it)\b"),
+    "code": _rx(r"`[^`]+`", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|md|sh|sql)\b",
+                r"(?:^|\s)--?[a-z][\w-]+", r"\b\w+/\w+/"),
+    "imperative_rule": _rx(r"^(?:use|keep|put|name|write|prefer|avoid|never|always|don't|do not|run|place|"
+                           r"store|add|follow|stick to|default to|make sure)\b"),
+    "quantifier": _rx(r"\b(?:every|all|each|any|everything|everywhere|anything|nothing|nobody)\b",
+                      r"^no \w+", r"\bno \w+(?:s|ing)\b"),
+    "additive": _rx(r"\b(?:too|as well)\W*$", r"^(?:also|and|now|then)\b", r"\b(?:that one|this one|there)\W*$"),
+    "specific": _rx(r"\b(?:that|this|the) (?:function|file|test|button|line|loop|check|one|method|class|query|"
+                    r"endpoint|page|component|output|value|field|variable|command)\b"),
+    "chatter": _rx(r"\b(?:thanks|thank you|lol|haha|great job|nice|awesome|cool|ugh|argh|damn|hate this|"
+                   r"so tired|exhausted|coffee|weekend|on call)\b"),
+}
+# what the turn before says, when it is the agent's: a proposal of a standing rule, or work done
+_CONTEXT_P = {
+    "ctx_proposes_rule": _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\b(?:the )?(?:standard|default|convention)\b",
+                             r"\b(?:for all|every|each|always)\b", r"\bin (?:the )?future\b", r"\bstandardi[sz]e\b",
+                             r"\beverywhere\b"),
+    "ctx_offers": _rx(r"\b(?:should i|shall i|want me to|do you want|want that|go\?|okay\?|ok\?|would you like)\b",
+                      r"\?\s*$"),
+    "ctx_did_work": _rx(r"\b(?:i(?:'ve| have)? (?:added|changed|updated|created|fixed|written|wrote|removed|"
+                        r"refactored|moved|renamed|implemented)|done|here's|here is)\b"),
+}
+PATTERN_NAMES = tuple(_P) + tuple(_CONTEXT_P) + ("after_agent", "short", "long", "non_ascii")
+
+
+def pattern_features(sentence: str, before: str = "", before_is_agent: bool = False) -> np.ndarray:
+    values = [1.0 if rx.search(sentence) else 0.0 for rx in _P.values()]
+    values += [1.0 if before_is_agent and rx.search(before) else 0.0 for rx in _CONTEXT_P.values()]
+    words = len(sentence.split())
+    values += [1.0 if before_is_agent else 0.0, 1.0 if words <= 4 else 0.0, 1.0 if words >= 40 else 0.0,
+               1.0 if re.search(r"[äöüßñéèàçáíóú¿¡]", sentence, re.I) else 0.0]
+    return np.asarray(values, dtype=np.float32)
+
+
+# ------------------------------------------------------------------ the heads
+
+
+@dataclass(frozen=True)
+class Heads:
+    """Weights of one feature set: with the embedding model ("dense") or patterns only."""
+
+    durable_w: np.ndarray
+    durable_b: float
+    durable_at: float  # the decision threshold
+    category_w: np.ndarray  # (features, 5)
+    category_b: np.ndarray
+    scope_w: np.ndarray
+    scope_b: float
+    mean: np.ndarray  # feature standardisation
+    scale: np.ndarray
+    mix: float = 0.0  # dense: the weight of its own durable probability against the patterns heads'
+
+
+@lru_cache(maxsize=1)
+def load_heads() -> dict[str, Heads]:
+    data = np.load(WEIGHTS)
+    heads = {}
+    for kind in ("dense", "patterns"):
+        heads[kind] = Heads(
+            durable_w=data[f"{kind}_durable_w"], durable_b=float(data[f"{kind}_durable_b"]),
+            durable_at=float(data[f"{kind}_durable_at"]),
+            category_w=data[f"{kind}_category_w"], category_b=data[f"{kind}_category_b"],
+            scope_w=data[f"{kind}_scope_w"], scope_b=float(data[f"{kind}_scope_b"]),
+            mean=data[f"{kind}_mean"], scale=data[f"{kind}_scale"],
+            mix=float(data["dense_mix"]) if kind == "dense" else 0.0,
+        )
+    names = tuple(str(n) for n in data["pattern_names"])
+    if names != PATTERN_NAMES:
+        raise RuntimeError(f"{WEIGHTS.name} was trained with other pattern features; run benchmarks/train_capture.py")
+    return heads
+
+
+def feature_matrix(sentences: list[str], befores: list[str], agent: list[bool], embedder=None) -> np.ndarray:
+    """One row per sentence: [sentence vector, before vector,] pattern features."""
+    patterns = np.stack([pattern_features(s, b, a) for s, b, a in zip(sentences, befores, agent, strict=True)])
+    if embedder is None:
+        return patterns
+    vectors = embedder.encode(list(sentences) + list(befores))
+    mine, theirs = vectors[: len(sentences)], vectors[len(sentences):]
+    theirs = theirs * np.asarray([[1.0 if b.strip() else 0.0] for b in befores], dtype=np.float32)
+    return np.concatenate([mine, theirs, patterns], axis=1).astype(np.float32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -30, 30)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    durable: float  # probability
+    is_durable: bool
+    category: str
+    category_p: float
+    user_p: float  # probability the memory belongs to the user scope (before cues)
+
+
+#: Lasting statements generalise: a standing word ("always", "from now on", "in this repo",
+#: "we", "I prefer", a quantifier, a decision, a change of mind, a negation). A unit with
+#: none of them ("handle the escape key too") is almost always a task: it must clear a
+#: higher bar.
+GENERAL = ("always_never", "from_now_on", "prefer", "modal_rule", "convention", "repo_cue", "user_cue", "fact",
+           "decision", "change", "negation_start", "we", "first_person", "quantifier", "rationale")
+UNMARKED_AT = 0.85
+
+
+def generalises(sentence: str) -> bool:
+    return any(_P[name].search(sentence) for name in GENERAL)
+
+
+_CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
+_STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
+                r"\bwe (?:always|never)\b")
+
+
+def never_durable(sentence: str) -> bool:
+    """A question (nothing decided yet) or a clarification of the request at hand ("no, I mean …"),
+    unless it also states a standing rule ("since we never … in this repo, can you …?")."""
+    if _CLARIFYING.search(sentence.strip()):
+        return True
+    return bool(_P["question"].search(sentence.strip())) and not _STANDING.search(sentence)
+
+
+def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> list[Decision]:
+    """Decisions for feature rows of `kind` ("dense": vectors + patterns, or "patterns" alone).
+
+    With vectors, durability is a mix of both heads' probabilities (the mix and the
+    threshold were chosen by cross-validation); category and scope come from the dense heads.
+    """
+    heads = load_heads()[kind]
+    x = (features - heads.mean) / heads.scale
+    durable = _sigmoid(x @ heads.durable_w + heads.durable_b)
+    if kind == "dense":
+        plain = load_heads()["patterns"]
+        only = (features[:, -len(PATTERN_NAMES):] - plain.mean) / plain.scale
+        mix = heads.mix
+        durable = mix * durable + (1 - mix) * _sigmoid(only @ plain.durable_w + plain.durable_b)
+    logits = x @ heads.category_w + heads.category_b
+    logits = logits - logits.max(axis=1, keepdims=True)
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    user = _sigmoid(x @ heads.scope_w + heads.scope_b)
+    out = []
+    for i in range(len(features)):
+        c = int(np.argmax(probs[i]))
+        bar = heads.durable_at
+        if texts is not None and not generalises(texts[i]):
+            bar = max(bar, UNMARKED_AT)
+        if texts is not None and never_durable(texts[i]):
+            bar = 2.0
+        out.append(Decision(float(durable[i]), bool(durable[i] >= bar), CATEGORIES[c], float(probs[i, c]),
+                            float(user[i])))
+    return out
+
+
+# ------------------------------------------------------------------ scope
+
+
+_USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b",
+                r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
+                r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
+                r"\bi(?:'d| would) (?:rather|like|prefer)\b", r"\b(?:big |huge )?fan of\b", r"\bi find\b",
+                r"\bi (?:always|never|prefer|like|hate|love|can't stand|want|need|don't like|do not like)\b",
+                r"\bregardless of (?:the )?project\b", r"\bwhen i (?:write|work|code|review|read)\b",
+                r"\bwhen (?:you )?(?:work|talk|write|answer)(?:ing)? (?:with|to|for) me\b",
+                r"\b(?:ask|tell|show|explain(?: it)? to|remind|warn|check with) me\b", r"\bmakes me\b",
+                r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
+_REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|package|crate|module|exporter|monorepo)\b",
+                r"\b(?:this|the) (?:repo|repository|project|codebase)(?:'s)?\b", r"\bour (?:team|repo|project|codebase|"
+                r"ci|pipeline|app|service|stack|api|backend|frontend|convention|style|policy)\b", r"\bhere we\b",
+                r"\bwe (?:use|always|never|keep|put|name|run|deploy|prefer|write|don't|do not|dropped|moved|switched)\b",
+                r"\bbei uns\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b", r"\ben este (?:proyecto|repo)\b",
+                r"\bdans ce (?:projet|dépôt)\b", r"\bhere\b(?!'s| is| are)")
+#: the repository's own things: paths, commands, files, make targets — never a personal memory
+_REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
+                   r"`(?:make|npm|pnpm|yarn|npx|cargo|go|poetry|uv|pip|pytest|just|docker|kubectl|terraform|"
+                   r"gradle|\./)\b[^`]*`",
+                   r"(?:^|\s)(?:\./|src/|lib/|tests?/|app/|packages/|docs/|scripts/|internal/|cmd/|\.github/)\S*",
+                   r"\bmake [a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
+
+
+def scope_for(sentence: str, category: str, user_p: float, has_repo: bool) -> tuple[str, str]:
+    """(scope, why): explicit cues first, then what it is about, then the content model; repo when unsure."""
+    if not has_repo:
+        return "user", "no repo store"
+    if category == "user-facts":
+        return "user", "a fact about the user"
+    user_cue, repo_cue = _USER_CUE.search(sentence), _REPO_CUE.search(sentence)
+    if repo_cue and not user_cue:
+        return "repo", f"cue “{repo_cue.group(0)}”"
+    if _REPO_THINGS.search(sentence):
+        return "repo", "names the repository's paths or commands"
+    if user_cue and not repo_cue:
+        return "user", f"cue “{user_cue.group(0)}”"
+    if category in ("project-conventions", "architectural-decisions"):
+        return "repo", "project knowledge"
+    if user_p >= 0.6:
+        return "user", "personal style"
+    return "repo", "unsure: the repo, where git review sees it"
