@@ -269,13 +269,17 @@ def _overlap(a: set[str], b: set[str]) -> float:
 
 
 def make_classifier(workspace: Workspace):
-    """The configured classifier: an LLM when `classifier_model` is set, else the offline one."""
+    """The configured classifier: an LLM or an agent CLI when `classifier_model` is set, else the offline one."""
     from .classify.offline import OfflineClassifier
 
     offline = OfflineClassifier(has_repo="repo" in workspace.stores)
     model = workspace.config.classifier_model
     if not model:
         return offline
+    from .classify import agent_cli
+
+    if agent_cli.is_agent_cli(model):  # claude-cli[:MODEL], codex-cli[:MODEL]
+        return agent_cli.from_config(workspace.config, fallback=offline)
     from .classify.llm import LLMClassifier
 
     return LLMClassifier.from_config(workspace.config, fallback=offline)

@@ -1163,6 +1163,10 @@ def install(
 ) -> None:
     """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff driver (git)."""
     _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
+    if agent != "git":  # which classifier capture uses, and how to have the agent itself decide
+        from .classify.agent_cli import install_note
+
+        warn(install_note(agent, state.workspace))
 
 
 @app.command()
@@ -1317,6 +1321,7 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
             line = f"  pass {p['id']} {p['trigger']} {p['status']}"
             if p["status"] == "done":
                 line += f" by {p['classifier']}: {len(p['written'])} written, {p['skipped']} skipped, {p['seconds']} s"
+                line += "".join(f", {n}" for n in p.get("notes") or [] if n.startswith("cost: "))  # an agent CLI's report
             if p["error"]:
                 line += f": {p['error']}"
             out.print(escape(f"{Path(t['path']).name}{line}"))

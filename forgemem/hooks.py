@@ -73,6 +73,8 @@ def _payload_cwd(payload: dict) -> Path:
 
 def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
     """Handle one Claude Code hook event; returns what to print (possibly nothing)."""
+    if os.environ.get("FORGEMEM_CLASSIFIER_RUN"):  # capture's own classifier run (classify.agent_cli): hands off
+        return ""
     try:
         payload = json.loads(stdin_text)
         if not isinstance(payload, dict):
@@ -202,6 +204,8 @@ def capture_in_background(cwd: Path, transcript: str, *flags: str) -> None:
 
 def codex(payload_text: str) -> None:
     """Codex's `notify` program: after a turn, capture from that session's rollout in the background."""
+    if os.environ.get("FORGEMEM_CLASSIFIER_RUN"):  # capture's own classifier run (classify.agent_cli): hands off
+        return
     try:
         payload = json.loads(payload_text) if payload_text else {}
         if not isinstance(payload, dict) or payload.get("type") != "agent-turn-complete":

@@ -12,6 +12,11 @@ short references (M1, M2, …), never ids or paths; its answer must follow
 ANSWER_SCHEMA and every field is checked. Requests time out, are retried
 with back-off on timeouts, connection errors, 429 and 5xx, and when the
 model stays unreachable or answers garbage the offline classifier decides.
+
+`ModelClassifier` is what every model-backed classifier shares (the prompt,
+the references, the answer's checks, the fall-back); `LLMClassifier` asks
+over HTTP, and `agent_cli` asks the user's own agent CLI (`claude -p`,
+`codex exec`).
 """
 
 from __future__ import annotations
@@ -94,7 +99,15 @@ Answer with JSON only: {"memories": [...]}, an empty list when nothing is durabl
 
 
 class ClassifierUnavailable(Exception):
-    """The model could not be reached, or its answer was not usable."""
+    """The model could not be reached, or its answer was not usable.
+
+    `notes`: what the attempt still cost (an agent CLI that answered garbage
+    may have reported its spend), kept in the pass's notes.
+    """
+
+    def __init__(self, message: str, notes: list[str] | None = None):
+        super().__init__(message)
+        self.notes = list(notes or [])
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,8 @@ def endpoint_from_config(config) -> Endpoint:
         provider, model = "openai-compatible", spec
     if provider not in PROVIDERS:
         raise ConfigError(
-            f"classifier_model {spec!r}: unknown provider {provider!r} (known: {', '.join(PROVIDERS)})"
+            f"classifier_model {spec!r}: unknown provider {provider!r} "
+            f"(known: {', '.join(PROVIDERS)}, claude-cli, codex-cli)"
         )
     api, default_base, default_key_env = PROVIDERS[provider]
     base = config.classifier_base_url or default_base
@@ -131,32 +145,39 @@ def endpoint_from_config(config) -> Endpoint:
     return Endpoint(api, model, base.rstrip("/"), key, float(config.classifier_timeout))
 
 
-class LLMClassifier:
-    def __init__(self, endpoint: Endpoint, fallback):
-        self.endpoint = endpoint
-        self.fallback = fallback
-        self.name = endpoint.label
+class ModelClassifier:
+    """A classifier that asks a model: the shared prompt, references, checks and fall-back.
 
-    @classmethod
-    def from_config(cls, config, fallback) -> "LLMClassifier":
-        return cls(endpoint_from_config(config), fallback)
+    A subclass sets `name` and `fallback` and implements `_call(prompt)`: send
+    SYSTEM_PROMPT and `prompt` (already redacted) to the model and return its
+    answer (a JSON value, checked here) with any notes on what the call cost;
+    raise ClassifierUnavailable when there is no usable answer. The fallback
+    (the offline classifier) then decides the pass, with a note saying why.
+    """
 
-    # ------------------------------------------------------------ classify
+    name: str
+    fallback: object
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         refs = self._existing(batch, neighbours)
         prompt = self._prompt(batch, refs)
         chars = len(SYSTEM_PROMPT) + len(prompt)
+        spent: list[str] = []
         try:
-            answer = self._ask(prompt)
+            answer, spent = self._call(prompt)
             proposals, dropped = self._proposals(answer, batch, refs)
         except ClassifierUnavailable as exc:
             result = self.fallback.classify(batch, neighbours)
-            result.notes.insert(0, f"{self.name} unavailable ({exc}); the offline classifier decided")
+            notes = [f"{self.name} unavailable ({exc}); the offline classifier decided", *(spent or exc.notes)]
+            result.notes[:0] = notes
             result.chars_sent += chars
             return result
         notes = [f"dropped {n} invalid item(s) from {self.name}: {why}" for why, n in dropped.items()]
-        return Classification(proposals, self.name, chars_sent=chars, notes=notes)
+        return Classification(proposals, self.name, chars_sent=chars, notes=notes + spent)
+
+    def _call(self, prompt: str) -> tuple[object, list[str]]:
+        """The model's answer to `prompt` and notes on its cost; raises ClassifierUnavailable."""
+        raise NotImplementedError
 
     def _existing(self, batch: Batch, neighbours: Neighbours) -> dict[str, object]:
         """The nearest existing memories, as M1, M2, … (ids never leave forgemem)."""
@@ -263,6 +284,23 @@ class LLMClassifier:
             "",
         )
 
+
+
+class LLMClassifier(ModelClassifier):
+    """An OpenAI-compatible or Anthropic HTTP API decides (see the module's docstring)."""
+
+    def __init__(self, endpoint: Endpoint, fallback):
+        self.endpoint = endpoint
+        self.fallback = fallback
+        self.name = endpoint.label
+
+    @classmethod
+    def from_config(cls, config, fallback) -> "LLMClassifier":
+        return cls(endpoint_from_config(config), fallback)
+
+    def _call(self, prompt: str) -> tuple[object, list[str]]:
+        return self._ask(prompt), []
+
     # ------------------------------------------------------------ HTTP
 
     def _ask(self, prompt: str) -> dict:
@@ -347,6 +385,11 @@ def _answer_from_reply(reply, api: str) -> dict:
         raise ClassifierUnavailable("the reply has no answer in it") from None
     if not isinstance(text, str):
         raise ClassifierUnavailable("the reply has no answer in it")
+    return json_answer(text)
+
+
+def json_answer(text: str):
+    """The JSON value a model answered as text (a ``` fence around it is allowed)."""
     text = text.strip()
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
