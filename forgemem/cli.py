@@ -941,7 +941,9 @@ def review(
 ) -> None:
     """Explain the memory changes between two git states as memory changes (markdown for a PR comment).
 
-    Exit 1 when the new side has problems or deleted memory files.
+    The plain `forgemem review` (the working tree) also lists proposed memories
+    of your personal store, which is not in git; a revision range or --staged
+    never does. Exit 1 when the new side has problems or deleted memory files.
     """
     from . import review as review_module
 
@@ -959,7 +961,19 @@ def review(
         return
     if worktree and (staged or rev_range):
         raise UsageError("--worktree goes alone (it is the default)")
-    result = review_module.review(_repo_root(), rev_range, staged)
+    personal = [] if (rev_range or staged) else review_module.personal_proposals(state.workspace())
+    try:
+        root = _repo_root()
+    except UsageError:
+        if not personal:
+            raise
+        if as_json:  # outside git, the personal store's proposals are all there is to review
+            emit_json({"personal_proposed": [m.to_dict() for m in personal]})
+        else:
+            sys.stdout.write(review_module.render_personal(personal))
+        return
+    result = review_module.review(root, rev_range, staged)
+    result.personal = personal
     if as_json:
         emit_json(result.to_dict())
     else:
@@ -1325,6 +1339,18 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
             if p["error"]:
                 line += f": {p['error']}"
             out.print(escape(f"{Path(t['path']).name}{line}"))
+    _print_last_writes(status.get("writes") or [])
+
+
+def _print_last_writes(writes: list[dict]) -> None:
+    """The newest memories capture wrote (all transcripts of this state), newest first."""
+    if not writes:
+        return
+    out.print("last writes:")
+    for w in writes:
+        pending = "  (not announced yet)" if w.get("announced") is False else ""
+        out.print(escape(f"  {w['time']} {w['transcript']} {w['id'][4:12]} {w['scope']}/{w['category']}: "
+                         f"{w['text']}{pending}"))
 
 
 # ------------------------------------------------------------------ entry point

@@ -4,7 +4,7 @@
 
 | event | what forgemem does |
 |---|---|
-| `UserPromptSubmit` | recall for `prompt`; the context block goes out as `hookSpecificOutput.additionalContext`. A prompt that is a `/forgemem …` command is answered here instead: the answer is shown to the user (`decision: block` with the answer as `reason`) and the model is not called |
+| `UserPromptSubmit` | recall for `prompt`; the context block goes out as `hookSpecificOutput.additionalContext`; memories capture wrote since the last prompt are announced once (`forgemem.announce`: `systemMessage` for the user, a fenced block for the agent). A prompt that is a `/forgemem …` command is answered here instead: the answer is shown to the user (`decision: block` with the answer as `reason`) and the model is not called |
 | `SessionStart` with `source: compact` | the same, for the last human turns of `transcript_path` (re-inject after compaction) |
 | `PreCompact` | a compaction capture pass over `transcript_path`, in a background process |
 | `Stop` | a cadence check over `transcript_path` (a pass if enough exchanges are new), in the background |
@@ -109,12 +109,45 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
 
 
 def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
-    if not query.strip():
-        return ""
-    block = context_for(query, cwd, timeout_ms)
-    if not block:
-        return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}})
+    """The hook's answer: the context block for `query` and, on a prompt, what capture saved since
+    the last one (`forgemem.announce`): shown to the user as `systemMessage`, and to the agent as a
+    fenced block after the context block (outside the token budget, at most five memories)."""
+    from .workspace import Workspace
+
+    workspace = Workspace.open(cwd=cwd)
+    for warning in workspace.warnings:
+        log(warning)
+    block = ""
+    if query.strip():
+        try:
+            block = context_for(query, cwd, timeout_ms, workspace=workspace)
+        except Exception as exc:  # noqa: BLE001 - the notice below still goes out
+            log(f"recall failed: {type(exc).__name__}: {exc}")
+    saved = announced(workspace) if event == "UserPromptSubmit" else []
+    output: dict = {}
+    if saved:
+        from .announce import context_block, notice
+
+        output["systemMessage"] = notice(saved)
+        notice_block = context_block(saved, model=workspace.config.embedding_model)
+        block = "\n".join(part for part in (block, notice_block) if part)
+    if block:
+        output["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": block}
+    return json.dumps(output) if output else ""
+
+
+def announced(workspace) -> list:
+    """The memories capture wrote that no prompt has announced yet, claimed now (fails open: [])."""
+    from .announce import state_file, take
+
+    try:
+        saved = take(state_file(workspace), on_error=log)
+    except Exception as exc:  # noqa: BLE001 - a notice is never worth a failed hook
+        log(f"announcing captured memories failed: {type(exc).__name__}: {exc}")
+        return []
+    if saved:
+        log(f"announced {len(saved)} captured memories: {' '.join(s.short for s in saved)}")
+    return saved
 
 
 def slash_answer(prompt: str, cwd: Path) -> str:
@@ -134,14 +167,15 @@ def slash_answer(prompt: str, cwd: Path) -> str:
     return answer
 
 
-def context_for(query: str, cwd: Path, timeout_ms: int | None = None) -> str:
-    """The context block for `query` in the stores seen from `cwd`; "" if none, or too slow."""
+def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=None) -> str:
+    """The context block for `query` in the stores seen from `cwd` (or in `workspace`); "" if none, or too slow."""
     from . import server
     from .workspace import Workspace
 
-    workspace = Workspace.open(cwd=cwd)
-    for warning in workspace.warnings:
-        log(warning)
+    if workspace is None:
+        workspace = Workspace.open(cwd=cwd)
+        for warning in workspace.warnings:
+            log(warning)
     limit = (timeout_ms if timeout_ms is not None else workspace.config.hook_timeout_ms) / 1000
     request = server.query_request(workspace, "context", query[:4000])
     if not request["stores"]:

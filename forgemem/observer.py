@@ -43,6 +43,7 @@ CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
 QUEUE_SIZE = 4  # passes waiting in memory for the worker; the rest wait in the database
 MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
 STALE_SECONDS = 900  # a pass "running" this long belongs to an observer that died: run it again
+LAST_WRITES = 10  # memories `--status` lists under its last writes
 
 
 @dataclass(frozen=True)
@@ -215,21 +216,33 @@ class ObserverState:
                 (time.time(), redact(error or "")[0], pass_id),
             )
             return
-        self.connection.execute(
-            "UPDATE passes SET status = 'done', finished = ?, classifier = ?, chars_sent = ?, seconds = ?,"
-            " written = ?, skipped = ?, notes = ?, turns = '[]', context = '[]' WHERE id = ?",
-            (
-                time.time(),
-                result.classifier,
-                result.chars_sent,
-                result.seconds,
-                json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
-                            for m in result.written]),
-                len(result.skipped),
-                json.dumps([redact(note)[0] for note in result.notes]),
-                pass_id,
-            ),
-        )
+        conn = self.connection
+        conn.execute("BEGIN IMMEDIATE")  # the result and its announcements are stored together
+        try:
+            conn.execute(
+                "UPDATE passes SET status = 'done', finished = ?, classifier = ?, chars_sent = ?, seconds = ?,"
+                " written = ?, skipped = ?, notes = ?, turns = '[]', context = '[]' WHERE id = ?",
+                (
+                    time.time(),
+                    result.classifier,
+                    result.chars_sent,
+                    result.seconds,
+                    json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
+                                for m in result.written]),
+                    len(result.skipped),
+                    json.dumps([redact(note)[0] for note in result.notes]),
+                    pass_id,
+                ),
+            )
+            if result.written:  # the next prompt says what was saved, once (forgemem.announce)
+                from .announce import record
+
+                row = conn.execute("SELECT path FROM passes WHERE id = ?", (pass_id,)).fetchone()
+                record(conn, pass_id, row["path"] if row else None, result.written)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
 
 class Observer:
@@ -618,7 +631,48 @@ class Observer:
             "cadence_turns": self.cadence,
             "targets": [str(t) for t in self.targets],
             "transcripts": transcripts,
+            "writes": self.last_writes(),
         }
+
+    def last_writes(self, limit: int = LAST_WRITES) -> list[dict]:
+        """The newest memories capture wrote, across every transcript of this state, newest first:
+        when, from which transcript, the memory (id, scope, category, first words), whether a
+        prompt has announced it yet (None: written before announcements were kept)."""
+        from .announce import first_words
+
+        conn = self.state.connection
+        writes: list[dict] = []
+        rows = conn.execute(
+            "SELECT id, path, finished, written FROM passes WHERE status = 'done' AND written IS NOT NULL"
+            " AND written != '[]' ORDER BY id DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        for row in rows:
+            for memory in reversed(json.loads(row["written"])):
+                writes.append({
+                    "time": _utc(row["finished"]),
+                    "transcript": Path(row["path"]).name,
+                    "path": row["path"],
+                    "pass": row["id"],
+                    "id": memory["id"],
+                    "scope": memory["scope"],
+                    "category": memory["category"],
+                    "text": first_words(memory["text"]),
+                })
+        writes = writes[:limit]
+        announced: dict[str, float | None] = {}
+        if writes:
+            marks = ", ".join("?" * len(writes))
+            try:
+                announced = dict(conn.execute(
+                    f"SELECT memory, announced FROM announcements WHERE memory IN ({marks})",
+                    [w["id"] for w in writes],
+                ).fetchall())
+            except sqlite3.OperationalError:  # no announcements table yet
+                pass
+        for write in writes:
+            write["announced"] = (announced[write["id"]] is not None) if write["id"] in announced else None
+        return writes
 
 
 def _pass_summary(row: sqlite3.Row) -> dict:
@@ -627,6 +681,7 @@ def _pass_summary(row: sqlite3.Row) -> dict:
         "id": row["id"],
         "trigger": row["trigger"],
         "status": row["status"],
+        "finished": _utc(row["finished"]),
         "classifier": row["classifier"],
         "written": written,
         "skipped": row["skipped"],
@@ -635,3 +690,12 @@ def _pass_summary(row: sqlite3.Row) -> dict:
         "error": row["error"],
         "notes": json.loads(row["notes"]) if row["notes"] else [],
     }
+
+
+def _utc(stamp: float | None) -> str | None:
+    """A stored time as forgemem writes times: UTC, ISO-8601, seconds, `Z`."""
+    if stamp is None:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

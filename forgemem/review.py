@@ -13,6 +13,12 @@ the normal file reader, and compared by memory id, not by text:
 - problems on the new side that the old side did not have.
 
 `render_markdown` is written for a pull-request comment; `to_dict` for bots.
+
+The user store is not in git, so its proposed memories (captured with
+`capture_review: true`) never show in a diff: `personal_proposals` lists them
+for the plain `forgemem review` (the working tree; never for a revision range
+or `--staged`, which is what goes into a pull request), in a section of their
+own. `accept` and `reject` work the same in both stores.
 """
 
 from __future__ import annotations
@@ -197,6 +203,7 @@ class Review:
     conflicts_resolved: list[tuple[str, str]] = field(default_factory=list)
     forks_created: list[tuple[str, list[str]]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    personal: list[Memory] = field(default_factory=list)  # proposed in the user store (not in git)
 
     def of(self, kind: str) -> list[Item]:
         return [i for i in self.items if i.kind == kind]
@@ -229,6 +236,7 @@ class Review:
             "forks_created": [{"base": b, "heads": h} for b, h in self.forks_created],
             "problems": [{"path": str(p.path) if p.path else None, "line": p.line, "reason": p.reason}
                          for p in self.problems],
+            "personal_proposed": [m.to_dict() for m in self.personal],
         }
 
 
@@ -336,7 +344,7 @@ def _provenance_lines(memory: Memory) -> list[str]:
     return [f"  <sub>{provenance}</sub>"] if provenance else []
 
 
-def _provenance(memory: Memory) -> str:
+def _provenance(memory: Memory, status: bool = True) -> str:
     bits = []
     if memory.trigger in ("cadence", "compaction"):
         bits.append(f"captured on {memory.trigger}")
@@ -349,7 +357,7 @@ def _provenance(memory: Memory) -> str:
             where += f":{source['lines']}"
         quote = f" “{_one_line(str(source['quote']), 120)}”" if source.get("quote") else ""
         bits.append(f"from {where}{quote}")
-    if memory.status == PROPOSED:
+    if status and memory.status == PROPOSED:
         bits.append("**proposed**: `forgemem review --accept` or `--reject`")
     return "; ".join(bits)
 
@@ -367,7 +375,9 @@ def render_markdown(result: Review) -> str:
     lines = [f"### forgemem review: {result.old.label} → {result.new.label}", ""]
     if result.empty:
         lines.append("No memory changes.")
-        return "\n".join(lines) + "\n"
+        if result.personal:
+            lines += ["", *personal_markdown(result.personal)]
+        return "\n".join(lines).rstrip() + "\n"
     summary = ", ".join(counts)
     if result.conflicts_created:
         summary += f", **{len(result.conflicts_created)} conflict(s) created**"
@@ -425,10 +435,42 @@ def render_markdown(result: Review) -> str:
         lines.append("**Problems** (`forgemem validate`)")
         lines += [f"- {p}" for p in result.problems]
         lines.append("")
+    if result.personal:
+        lines += personal_markdown(result.personal)
     return "\n".join(lines).rstrip() + "\n"
 
 
+def personal_markdown(memories: list[Memory]) -> list[str]:
+    """The section for proposed memories of the user store (not in git, so never in a diff)."""
+    ids = short_ids([m.id for m in memories])
+    lines = [f"**Proposed in your personal store** ({len(memories)}; not in git: "
+             "`forgemem review --accept ID` keeps one, `--reject ID` deletes it)"]
+    for m in memories:
+        lines.append(f"- `{ids[m.id]}` {m.scope}/{m.category}: {_one_line(m.body)}")
+        provenance = _provenance(m, status=False)
+        if provenance:
+            lines.append(f"  <sub>{provenance}</sub>")
+    lines.append("")
+    return lines
+
+
+def render_personal(memories: list[Memory]) -> str:
+    """`forgemem review` outside a git repository: the personal proposals alone."""
+    return "\n".join(["### forgemem review: your personal store", "", *personal_markdown(memories)]).rstrip() + "\n"
+
+
 # ------------------------------------------------------------------ proposals
+
+
+def personal_proposals(workspace) -> list[Memory]:
+    """Proposed memories in the user store, oldest first (the user store is not in git)."""
+    store = workspace.stores.get("user")
+    if store is None or not store.exists():
+        return []
+    folder = store.memory_dir
+    found = [m for m in workspace.load().memories
+             if m.status == PROPOSED and m.path is not None and folder in m.path.parents]
+    return sorted(found, key=lambda m: (m.created_at, m.id))
 
 
 def accept(workspace, refs: list[str]) -> list[Memory]:
@@ -462,6 +504,9 @@ def reject(workspace, refs: list[str]) -> list[Memory]:
             raise UsageError(f"{memory.id} is referenced by {', '.join(pointing)}; reject those first")
     for memory in memories:
         memory.path.unlink()
+    from .announce import forget
+
+    forget(workspace, [m.id for m in memories])  # a rejected memory is not announced any more
     return memories
 
 
