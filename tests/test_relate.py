@@ -1,0 +1,174 @@
+"""The trained relation decision (forgemem/classify/relate.py): a change of mind is a
+supersession whatever the words, hard negatives that share words are not, a supersession
+never crosses scopes, and the same rule said again is a duplicate.
+
+Similarities are real all-MiniLM-L6-v2 cosines, as capture computes them. Nothing here reads
+the capture corpus: the shipped weights are all these tests need."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forgemem.classify import relate as rel
+from forgemem.classify.relate import Candidate, relate
+
+POETRY = "Use poetry for dependency management."
+#: the six phrasings of "we move from poetry to uv" (said, the rule a memory will hold)
+SIX = [
+    ("I changed my mind: we no longer use poetry, switch to uv for dependency management.",
+     "Use uv for dependency management; poetry is no longer used."),
+    ("we moved off poetry, it's uv now", "Use uv for dependency management."),
+    ("scratch that, uv instead of poetry", "Use uv instead of poetry."),
+    ("poetry is gone, uv handles deps", "uv handles dependencies; poetry is gone."),
+    ("going forward use uv; poetry was too slow", "Going forward use uv; poetry was too slow."),
+    ("use uv", "Use uv."),
+]
+
+
+@pytest.fixture(scope="module")
+def cosine(real_embedder):
+    def cos(a: str, b: str) -> float:
+        vectors = real_embedder.encode([a, b])
+        return float(vectors[0] @ vectors[1])
+
+    return cos
+
+
+@pytest.fixture(scope="module")
+def ask(cosine):
+    def ask_(old: str, said: str, new: str | None = None, *, scope: str = "repo", old_scope: str = "repo",
+             category: str = "project-conventions", old_category: str = "project-conventions"):
+        new = new or said
+        candidate = Candidate(old, old_category, old_scope, cosine(old, new), id="mem_old")
+        return relate(new, said, category, scope, [candidate])
+
+    return ask_
+
+
+@pytest.mark.parametrize("said,new", SIX, ids=[s for s, _ in SIX])
+def test_six_phrasings_of_poetry_to_uv_supersede(ask, said, new):
+    relation, index, score = ask(POETRY, said, new)
+    assert (relation, index) == ("supersedes", 0)
+    assert 0.5 < score <= 1.0
+
+
+@pytest.mark.parametrize("said", [s for s, _ in SIX], ids=[s for s, _ in SIX])
+def test_six_phrasings_supersede_with_the_raw_sentence_as_the_rule(ask, said):
+    assert ask(POETRY, said)[0] == "supersedes"
+
+
+@pytest.mark.parametrize("said,new", SIX, ids=[s for s, _ in SIX])
+def test_a_supersession_never_crosses_scopes(ask, said, new):
+    # the poetry rule is the user's own; the uv rule is said for this repository: both stay
+    relation, index, _ = ask(POETRY, said, new, old_scope="user", old_category="coding-preferences")
+    assert relation != "supersedes"
+    assert (relation, index) == ("relates-to", 0)
+    relation, _, _ = ask(POETRY, said, new, scope="user", category="coding-preferences")
+    assert relation != "supersedes"
+
+
+@pytest.mark.parametrize(
+    "old,said,new",
+    [
+        ("Use Docker Compose for local development.", "all new android screens are jetpack compose now",
+         "New Android screens use Jetpack Compose."),
+        (POETRY, "the poetry club page should show the newest poems first",
+         "The poetry club page shows the newest poems first."),
+        ("Use Node 20 in CI.", "each tree node now keeps a pointer to its parent",
+         "Each tree node keeps a pointer to its parent."),
+        ("Cache API responses in Redis.", "we switched the team standup to 9:30", "The team standup is at 9:30."),
+        ("Fine-tune models with LoRA adapters.", "the LoRa gateway on the roof now uses the 915 MHz band",
+         "The rooftop LoRa gateway uses the 915 MHz band."),
+        ("Deploy charts with Helm.", "the helm of the boat sprite needs a brass texture now",
+         "The boat sprite's helm has a brass texture."),
+    ],
+    ids=["docker-vs-jetpack-compose", "poetry-the-literature", "tree-node", "other-switch", "lora-radio", "ship-helm"],
+)
+def test_hard_negatives_that_share_words_do_not_supersede(ask, old, said, new):
+    assert ask(old, said, new)[0] != "supersedes"
+
+
+def test_a_refinement_of_the_same_tool_refines(ask):
+    relation, index, _ = ask("Run the Python tests with pytest.", "and run them in parallel with pytest-xdist, -n auto",
+                             "Run pytest in parallel with pytest-xdist (-n auto).")
+    assert (relation, index) == ("refines", 0)
+
+
+@pytest.mark.parametrize(
+    "old,said,new",
+    [
+        ("Use pnpm for JavaScript dependencies in this repository.", "we use pnpm for the JS deps here",
+         "Use pnpm for the JavaScript dependencies in this repo."),
+        pytest.param(
+            "Never force-push to the main branch.", "don't force push to main, ever", "Never force push to main.",
+            marks=pytest.mark.xfail(strict=True, reason="a known limit: the cosine is 0.74 (MiniLM sets 'force-push "
+                                    "to the main branch' apart from 'force push to main'); a duplicate needs 0.86"),
+        ),
+        ("The user prefers short answers.", "keep answers short for me", "The user prefers short answers."),
+    ],
+)
+def test_the_same_rule_in_other_words_is_a_duplicate(ask, old, said, new):
+    category = "coding-preferences" if old.startswith("The user") else "project-conventions"
+    scope = "user" if old.startswith("The user") else "repo"
+    assert ask(old, said, new, scope=scope, old_scope=scope, category=category, old_category=category)[:2] == (
+        "duplicate", 0,
+    )
+
+
+def test_a_changed_number_is_no_duplicate(ask):
+    # very close vectors, one number apart
+    assert ask("Wrap lines at 100 characters.", "wrap at 120 now", "Wrap lines at 120 characters.")[0] == "supersedes"
+    assert ask("Use Node 18 in CI.", "node 22 in CI", "Use Node 22 in CI.")[0] == "supersedes"
+
+
+def test_a_three_step_chain_supersedes_pairwise(ask, cosine):
+    a = "Use npm for JavaScript dependencies."
+    b = "Use pnpm for JavaScript dependencies."
+    c = "Use bun for JavaScript dependencies."
+    assert ask(a, "we moved to pnpm", b)[:2] == ("supersedes", 0)
+    assert ask(b, "pnpm is out, bun from now on", c)[:2] == ("supersedes", 0)
+    # the head is B: told about both, C supersedes the one whose tool it turns down
+    candidates = [Candidate(a, "project-conventions", "repo", cosine(a, c)),
+                  Candidate(b, "project-conventions", "repo", cosine(b, c))]
+    assert relate(c, "pnpm is out, bun from now on", "project-conventions", "repo", candidates)[:2] == (
+        "supersedes", 1,
+    )
+
+
+def test_it_picks_the_candidate_it_replaces_among_others(cosine):
+    new, said = "Use uv for dependency management.", "we moved off poetry, it's uv now"
+    others = ["Run the tests with pytest.", "Never push directly to main.", "The user prefers short answers."]
+    candidates = [Candidate(t, "project-conventions", "repo", cosine(t, new)) for t in others]
+    candidates.insert(2, Candidate(POETRY, "project-conventions", "repo", cosine(POETRY, new)))
+    assert relate(new, said, "project-conventions", "repo", candidates)[:2] == ("supersedes", 2)
+
+
+def test_no_candidates_is_new():
+    assert relate("Use uv.", "use uv", "project-conventions", "repo", []) == ("new", None, 0.0)
+
+
+def test_unrelated_and_far_is_new():
+    candidate = Candidate("The user prefers short answers.", "coding-preferences", "user", 0.05)
+    relation, index, _ = relate("Store timestamps in UTC.", "timestamps are UTC", "project-conventions", "repo",
+                                [candidate])
+    assert (relation, index) == ("new", None)
+
+
+def test_the_shipped_weights_match_the_code():
+    data = json.loads(rel.WEIGHTS.read_text(encoding="utf-8"))
+    assert tuple(data["features"]) == rel.FEATURES
+    assert tuple(data["classes"]) == rel.CLASSES
+    assert len(data["weights"]) == len(rel.CLASSES)
+    assert all(len(row) == len(rel.FEATURES) for row in data["weights"])
+    assert rel.WEIGHTS.stat().st_size < 20_000
+
+
+def test_names_are_not_ordinary_words():
+    assert rel._names("Pull requests need two approvals.") == set()
+    assert rel._names("the poetry anthology page") == set()
+    assert rel._names("Use the requests library for HTTP calls.") == {"requests"}
+    assert rel._names("scratch that, uv instead of poetry") == {"uv", "poetry"}
+    assert "docker compose" in rel._names("Use Docker Compose locally.")
+    assert "jetpack compose" in rel._names("Jetpack Compose previews")
