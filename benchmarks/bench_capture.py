@@ -1,19 +1,25 @@
-"""Capture: what the observer and the offline classifier do on real transcripts, and how fast.
+"""Capture: what the classifiers decide on data they did not learn from, and how fast.
 
-    python benchmarks/bench_capture.py [--transcripts PATH] [--appends N]
+    python benchmarks/bench_capture.py [--transcripts PATH] [--appends N] [--skip-latency]
 
-1. Real transcripts (../shared/eval/transcripts, skipped when absent): for each
-   file, `Observer.once(final=True)` with the default cadence (5) in a fresh
-   store: exchanges read, passes fired, memories written (with their text),
-   time per pass and characters handed to the classifier.
-2. The labelled sets (tests/fixtures/capture_cases*.yaml: development, rounds 2
-   and 3, held-out): precision, recall and supersessions of the offline classifier,
-   side by side with a keyword baseline (a human sentence with always/never/prefer/don't is a
-   coding preference of the user; no relations, no duplicate check).
-3. Latency from an appended exchange to a written memory file with a live
-   `Observer.watch` (cadence 1, offline classifier, model already loaded),
-   over N appends: p50/p95, beside the floor of reading and parsing the
-   appended line alone.
+Three classifiers side by side, in the same run:
+- **v2**: the offline classifier (trained heads, rule form, relation by subject);
+- **v1 patterns**: the previous pattern classifier (forgemem/classify/offline.py at
+  95622ec, loaded from git);
+- **keyword**: any human sentence with a rule word is a preference of the user.
+
+1. The capture corpus's TEST split (benchmarks/capture_corpus.py; never trained or
+   tuned on): durable precision/recall/F1, category and scope accuracy on the durable
+   rows, rule-form similarity to the labelled memory (token F1, MiniLM cosine).
+2. The corpus's supersession pairs: accuracy of the relation on the TEST split.
+3. The corpus's six labelled Claude Code transcripts (a test set as a whole), each
+   observed in a fresh store: expected memories found (quote, category, scope),
+   must-not items written, change-of-mind chains correct.
+4. Our labelled sessions (tests/fixtures/capture_cases*.yaml, capture_v2_heldout.yaml):
+   precision, recall, supersessions, replaced memories still current.
+5. Real transcripts (../shared/eval/transcripts): what v2 writes, per file.
+6. Speed: one offline pass over 5 exchanges with 1,000 memories in the store (p50),
+   and the latency from an appended exchange to a written memory file.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ def fresh_workspace(root: Path) -> Workspace:
 
 
 def real_transcripts(folder: Path, embedder) -> None:
-    print(f"== real transcripts ({folder})")
+    print(f"== 5. real transcripts, v2 ({folder})")
     print(f"{'transcript':58} {'format':12} {'turns':>5} {'human':>5} {'passes':>6} {'written':>7} "
           f"{'ms/pass':>8} {'chars':>7}")
     texts: list[tuple[str, str]] = []
@@ -82,7 +88,7 @@ def real_transcripts(folder: Path, embedder) -> None:
 class KeywordBaseline:
     """The obvious approach: any human sentence with a rule word is a preference of the user."""
 
-    name = "keyword baseline"
+    name = "keyword"
     WORDS = ("always", "never", "prefer", "don't", "do not", "please use")
 
     def classify(self, batch, neighbours):
@@ -92,38 +98,268 @@ class KeywordBaseline:
         for turn in batch.human_turns():
             for sentence in sentences(turn.text):
                 if any(w in sentence.lower() for w in self.WORDS):
-                    proposals.append(Proposal(sentence, "coding-preferences", "user", turn=turn))
+                    proposals.append(Proposal(sentence, "coding-preferences", "user", turn=turn, quote=sentence))
         return Classification(proposals, self.name)
 
 
+def v1_module():
+    """forgemem/classify/offline.py as it was at 95622ec: the pattern classifier, for comparison."""
+    import subprocess
+    import types
+
+    source = subprocess.run(["git", "show", "95622ec:forgemem/classify/offline.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType("forgemem.classify.offline_v1")
+    module.__package__ = "forgemem.classify"
+    sys.modules[module.__name__] = module  # dataclasses look their module up there
+    exec(compile(source, "95622ec:forgemem/classify/offline.py", "exec"), module.__dict__)  # noqa: S102 - our history
+    return module
+
+
+V1 = None
+
+
+def factories(has_repo: bool = True) -> dict:
+    """name -> (workspace -> classifier); None means the default (v2)."""
+    global V1
+    if V1 is None:
+        V1 = sys.modules.get("forgemem.classify.offline_v1") or v1_module()
+    return {"v2": None, "v1 patterns": lambda ws: V1.OfflineClassifier(has_repo="repo" in ws.stores),
+            "keyword": lambda ws: KeywordBaseline()}
+
+
+# ------------------------------------------------------------------ 1. the corpus TEST split
+
+
+def corpus_test(embedder) -> None:
+    from bench_rules import token_f1
+    from capture_corpus import TEST, split, utterances
+
+    from forgemem.classify import Batch
+    from forgemem.classify.offline import OfflineClassifier
+    from forgemem.transcripts import Turn
+
+    rows = split(utterances(extra=False))[TEST]
+    print(f"== 1. capture corpus, TEST split ({len(rows)} utterances, {sum(r['durable'] for r in rows)} durable; "
+          "never trained or tuned on)")
+    print(f"{'classifier':12} {'precision':>9} {'recall':>7} {'F1':>6} {'category':>9} {'scope':>6} "
+          f"{'rule F1':>8} {'rule cos':>8}")
+    v1 = sys.modules.get("forgemem.classify.offline_v1") or v1_module()
+    classifiers = {"v2": OfflineClassifier(True, embedder), "v2 no model": OfflineClassifier(True, None),
+                   "v1 patterns": v1.OfflineClassifier(True), "keyword": KeywordBaseline()}
+    for name, classifier in classifiers.items():
+        tp = fp = fn = cat = scope = 0
+        f1s, golds, texts = [], [], []
+        for row in rows:
+            turns = [Turn("c", i, t["role"], t["text"], None, "c", i, i, 0, 0) for i, t in enumerate(row["context"])]
+            turns.append(Turn("c", len(turns), "user", row["text"], None, "c", 9, 9, 0, 0))
+            found = classifier.classify(Batch(turns[-1:], "cadence", "c", "c", context=turns[:-1]),
+                                        lambda text: []).proposals
+            if found and row["durable"]:
+                tp += 1
+                best = found[0]
+                cat += best.category == row["category"]
+                scope += best.scope == row["scope"]
+                f1s.append(token_f1(best.text, row["memory"]))
+                golds.append(row["memory"])
+                texts.append(best.text)
+            elif found:
+                fp += 1
+            elif row["durable"]:
+                fn += 1
+        p, r = tp / max(1, tp + fp), tp / max(1, tp + fn)
+        f1 = 2 * p * r / max(1e-9, p + r)
+        cosine = float((embedder.encode(texts) * embedder.encode(golds)).sum(axis=1).mean()) if texts else 0.0
+        print(f"{name:12} {p:9.3f} {r:7.3f} {f1:6.3f} {cat / max(1, tp):9.3f} {scope / max(1, tp):6.3f} "
+              f"{statistics.mean(f1s) if f1s else 0:8.3f} {cosine:8.3f}")
+    print("  (category, scope and rule form over the durable rows each classifier found)")
+    print()
+
+
+# ------------------------------------------------------------------ 2. supersession pairs
+
+
+def pairs_test(embedder) -> None:
+    from capture_corpus import TEST, pairs, split
+
+    from forgemem.classify.offline import Neighbour
+    from forgemem.classify.relate import Candidate, relate
+    from forgemem.model import Memory, new_id, utc_now
+
+    rows = split(pairs())[TEST]
+    heldout = ROOT / "tests" / "fixtures" / "relate_heldout.jsonl"
+    sets = [("corpus TEST", rows)]
+    if heldout.is_file():
+        sets.append(("relate held-out", [json.loads(x) for x in heldout.read_text().splitlines() if x.strip()]))
+    allowed = {"supersedes": {"supersedes"}, "refines": {"refines"}, "unrelated": {"new", "relates-to"},
+               "contradicts-but-different-scope": {"new", "relates-to", "contradicts"}, "duplicate": {"duplicate"},
+               "relates-to": {"relates-to", "new"}, "new": {"new", "relates-to"}}
+    v1 = sys.modules.get("forgemem.classify.offline_v1") or v1_module()
+    print("== 2. relation of a new statement to an existing memory (accuracy; supersedes recall)")
+    for title, records in sets:
+        for name in ("v2", "v1 patterns"):
+            right = sup = sup_right = 0
+            for rec in records:
+                new_text = rec.get("new_memory") or rec["utterance"]
+                category = rec.get("new_category") or rec["old_category"]
+                scope = rec.get("new_scope") or rec["old_scope"]
+                vectors = embedder.encode([rec["old_memory"], new_text])
+                similarity = float(vectors[0] @ vectors[1])
+                if name == "v2":
+                    relation, _, _ = relate(new_text, rec["utterance"], category, scope,
+                                            [Candidate(rec["old_memory"], rec["old_category"], rec["old_scope"],
+                                                       similarity)])
+                else:
+                    now = utc_now()
+                    old = Memory(new_id(), rec["old_memory"], rec["old_scope"], rec["old_category"], now, now)
+                    relation = v1.relate(rec["utterance"], category, scope, [Neighbour(old, similarity)])[0]
+                ok = relation in allowed[rec["label"]]
+                right += ok
+                if rec["label"] == "supersedes":
+                    sup += 1
+                    sup_right += ok
+            print(f"  {title:16} {name:12} accuracy {right / len(records):.3f} ({right}/{len(records)})   "
+                  f"supersedes found {sup_right}/{sup}")
+    print("  (benchmarks/bench_relate.py adds 5-fold cross-validation and per-label figures)")
+    print()
+
+
+# ------------------------------------------------------------------ 3. the corpus transcripts
+
+
+def _words(text: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def corpus_transcripts(embedder) -> None:
+    from capture_corpus import transcripts
+
+    print("== 3. the corpus's six labelled Claude Code transcripts (a test set; each in a fresh store)")
+    print(f"{'classifier':12} {'expected':>8} {'found':>5} {'written':>7} {'extra':>5} {'must-not':>8} "
+          f"{'chains':>6} {'precision':>9} {'recall':>7} {'s/pass':>6}")
+    for name, factory in factories().items():
+        totals = dict(expected=0, found=0, written=0, must_not=0, chains=0, chains_ok=0)
+        seconds = []
+        for path, labels in transcripts():
+            with tempfile.TemporaryDirectory() as tmp:
+                ws = fresh_workspace(Path(tmp))
+                capturer = Capturer(ws, RecallEngine(ws, embedder=embedder),
+                                    classifier=factory(ws) if factory else None)
+                observer = Observer(ws, [path], capturer=capturer)
+                results = []
+                observer.once(final=True, on_result=lambda row, result: results.append(result))
+                snap = ws.load()
+                written = [m for r in results if r for m in r.written]
+                seconds += [r.seconds for r in results if r]
+            matched: dict[str, object] = {}
+            for want in labels["expected"]:
+                cats = {want["category"], want.get("also_ok_category")}
+                for memory in written:
+                    quote = (memory.extra.get("source") or {}).get("quote", "")
+                    overlap = len(_words(quote) & _words(want["quote"])) / max(1, len(_words(want["quote"])))
+                    if memory.id not in [m.id for m in matched.values()] and overlap >= 0.6 \
+                            and memory.category in cats and memory.scope == want["scope"]:
+                        matched[want["id"]] = memory
+                        break
+            must_not = sum(1 for item in labels["must_not"] for memory in written
+                           if len(_words(item["text"]) & _words((memory.extra.get("source") or {}).get("quote", "")))
+                           >= max(3, 0.6 * len(_words((memory.extra.get("source") or {}).get("quote", "")) or {1})))
+            for want in labels["expected"]:
+                if want.get("supersedes"):
+                    totals["chains"] += 1
+                    new, old = matched.get(want["id"]), matched.get(want["supersedes"])
+                    if new is not None and old is not None and old.id in new.supersedes \
+                            and not snap.graph.is_head(old.id):
+                        totals["chains_ok"] += 1
+            totals["expected"] += len(labels["expected"])
+            totals["found"] += len(matched)
+            totals["written"] += len(written)
+            totals["must_not"] += must_not
+        extra = totals["written"] - totals["found"]
+        precision = totals["found"] / totals["written"] if totals["written"] else 1.0
+        recall = totals["found"] / totals["expected"]
+        print(f"{name:12} {totals['expected']:8d} {totals['found']:5d} {totals['written']:7d} {extra:5d} "
+              f"{totals['must_not']:8d} {totals['chains_ok']:>3d}/{totals['chains']:<2d} {precision:9.3f} "
+              f"{recall:7.3f} {statistics.median(seconds) if seconds else 0:6.2f}")
+    print("  (found: a written memory whose quote holds ≥ 60 % of the labelled quote's words, with the labelled")
+    print("   category (or also_ok_category) and scope; must-not: a written memory quoting a must-not text)")
+    print()
+
+
+# ------------------------------------------------------------------ 4. our labelled sessions
+
+
 SETS = (
-    ("development", "capture_cases.yaml", "the patterns and thresholds were set on it"),
-    ("round 2", "capture_cases_round2.yaml", "its first misses widened the patterns"),
-    ("round 3", "capture_cases_round3.yaml", "held out at first; its misses then widened three patterns"),
-    ("held-out", "capture_cases_heldout.yaml", "never used to change the classifier"),
+    ("v1 dev", "capture_cases.yaml", "v1's patterns were set on it"),
+    ("v1 round 2", "capture_cases_round2.yaml", "v1's misses widened its patterns"),
+    ("v1 round 3", "capture_cases_round3.yaml", "v1's misses widened its patterns"),
+    ("v1 held-out", "capture_cases_heldout.yaml", "v1's held-out; v2 never tuned on it"),
+    ("v2 held-out", "capture_v2_heldout.yaml", "written before v2 first ran on it; never tuned on"),
 )
 
 
 def labelled(embedder) -> None:
     fixtures = ROOT / "tests" / "fixtures"
-    print("== labelled sets (tests/fixtures/capture_cases*.yaml)")
-    print(f"{'set':12} {'classifier':20} {'cases':>5} {'written':>7} {'correct':>7} {'expected':>8} "
-          f"{'precision':>9} {'recall':>7} {'supersessions':>13}")
+    print("== 4. our labelled sessions (tests/fixtures/)")
+    print(f"{'set':12} {'classifier':12} {'cases':>5} {'written':>7} {'correct':>7} {'expected':>8} "
+          f"{'precision':>9} {'recall':>7} {'supersessions':>13} {'stale':>5}")
     misses = []
     for set_name, file_name, _ in SETS:
         cases = load_cases(fixtures / file_name)
-        for name, factory in (("offline (forgemem)", None), ("keyword baseline", lambda ws: KeywordBaseline())):
+        for name, factory in factories().items():
             results = [run_case(case, embedder, factory) for case in cases]
             s = score(results)
-            print(f"{set_name:12} {name:20} {s['cases']:5d} {s['written']:7d} {s['correct']:7d} {s['expected']:8d} "
-                  f"{s['precision']:9.3f} {s['recall']:7.3f} {s['written_as_supersession']:>6d} of {s['changes_of_mind']}")
+            stale = sum(len(r.stale_current) for r in results)
+            print(f"{set_name:12} {name:12} {s['cases']:5d} {s['written']:7d} {s['correct']:7d} {s['expected']:8d} "
+                  f"{s['precision']:9.3f} {s['recall']:7.3f} {s['written_as_supersession']:>6d} of "
+                  f"{s['changes_of_mind']:<3d} {stale:5d}")
             if factory is None:
                 misses += [(set_name, r.name, "missed", str(m)) for r in results for m in r.missed]
-                misses += [(set_name, r.name, "extra", f"{w['category']}/{w['scope']} {w['relation']}: "
-                            f"{w['text'][:80]}") for r in results for w in r.wrong]
+                misses += [(set_name, r.name, "extra", f"{w['category']}/{w['scope']} "
+                            f"{'supersedes ' if w['supersedes'] else ''}{w['text'][:90]}") for r in results
+                           for w in r.wrong]
+    print("v2's misses and extras:")
     for set_name, case, kind, what in misses:
         print(f"   {kind:6} [{set_name}] {case}: {what}")
     print("  (" + "; ".join(f"{n}: {why}" for n, _, why in SETS) + ")")
+    print()
+
+
+# ------------------------------------------------------------------ 6. speed
+
+
+def pass_speed(embedder, memories: int = 1000, runs: int = 15) -> None:
+    import random
+
+    from forgemem.classify import Batch
+    from forgemem.transcripts import Turn
+
+    print(f"== 6. one offline pass over 5 exchanges, {memories:,} memories in the store ({runs} runs)")
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = fresh_workspace(Path(tmp))
+        for n in range(memories):
+            topic = TOPICS[n % len(TOPICS)]
+            ws.add(RULES[n % len(RULES)].format(x=f"{topic}{n}") + f" Note {rng.randint(0, 10**6)}.", scope="repo",
+                   category="project-conventions")
+        capturer = Capturer(ws, RecallEngine(ws, embedder=embedder))
+        capturer.engine.refresh()
+        timings = []
+        for run in range(runs):
+            turns = []
+            for k in range(5):
+                turns.append(Turn("s", 2 * k, "user", f"please refactor the {TOPICS[(run + k) % 20]} module "
+                                  f"and from now on always type-hint public functions in {run}-{k}", None, "s", k, k,
+                                  0, 0))
+                turns.append(Turn("s", 2 * k + 1, "assistant", "Done.", None, "s", k, k, 0, 0))
+            started = time.perf_counter()
+            capturer.run(Batch(turns, "cadence", "s", "s"))
+            timings.append(time.perf_counter() - started)
+    timings.sort()
+    print(f"  p50 {1000 * statistics.median(timings):.0f} ms   p95 {1000 * timings[int(0.95 * (len(timings) - 1))]:.0f} ms"
+          "   (target p50 ≤ 1 s; includes writing the memories and refreshing the index)")
     print()
 
 
@@ -209,14 +445,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transcripts", type=Path, default=DEFAULT_TRANSCRIPTS)
     parser.add_argument("--appends", type=int, default=20)
+    parser.add_argument("--skip-latency", action="store_true")
     args = parser.parse_args()
+    from capture_corpus import available
+
     embedder = load_embedder()
+    if available():
+        corpus_test(embedder)
+        pairs_test(embedder)
+        corpus_transcripts(embedder)
+    else:
+        print("== 1–3: the capture corpus (../shared/eval/capture) is not here; skipped\n")
+    labelled(embedder)
     if args.transcripts.is_dir():
         real_transcripts(args.transcripts, embedder)
     else:
-        print(f"== real transcripts: {args.transcripts} is not here; skipped\n")
-    labelled(embedder)
-    latency(embedder, args.appends)
+        print(f"== 5. real transcripts: {args.transcripts} is not here; skipped\n")
+    pass_speed(embedder)
+    if not args.skip_latency:
+        latency(embedder, args.appends)
 
 
 if __name__ == "__main__":

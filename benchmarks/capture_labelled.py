@@ -33,6 +33,7 @@ class CaseResult:
     wrong: list[dict] = field(default_factory=list)
     change_of_mind: int = 0  # expected supersessions
     superseded: int = 0  # of which written as supersessions
+    stale_current: list[str] = field(default_factory=list)  # replaced existing memories still current
 
 
 def load_cases(path: Path = CASES) -> list[dict]:
@@ -40,6 +41,7 @@ def load_cases(path: Path = CASES) -> list[dict]:
 
 
 def run_case(case: dict, embedder, classifier_factory=None) -> CaseResult:
+    """Run a case's turns (or its `passes`, one capture pass each) in fresh stores; compare with `expect`."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         init_forge_dir(root / "repo" / ".forge")
@@ -52,45 +54,64 @@ def run_case(case: dict, embedder, classifier_factory=None) -> CaseResult:
         engine = RecallEngine(ws, embedder=embedder)
         classifier = classifier_factory(ws) if classifier_factory else None
         capturer = Capturer(ws, engine, classifier=classifier)
-        turns = []
-        for i, item in enumerate(case["turns"]):
-            (role, text), = item.items()
-            turns.append(Turn("case", i, role, text, None, "case.jsonl", i + 1, i + 1, 0, 0))
-        result = capturer.run(Batch(turns, "cadence", "case", "case.jsonl"))
-        written = []
-        for m in result.written:
-            relation = "new"
-            if m.supersedes:
-                relation = "supersedes:" + keys.get(m.supersedes[0], "?")
-            elif m.related:
-                relation = f"{m.related[0].relationship}:" + keys.get(m.related[0].id, "?")
-            written.append({"category": m.category, "scope": m.scope, "relation": relation, "text": m.body})
+        written, memories = [], []
+        index = 0
+        for items in case.get("passes") or [case["turns"]]:
+            turns = []
+            for item in items:
+                (role, text), = item.items()
+                turns.append(Turn("case", index, role, text, None, "case.jsonl", index + 1, index + 1, 0, 0))
+                index += 1
+            memories.extend(capturer.run(Batch(turns, "cadence", "case", "case.jsonl")).written)
+        snap = ws.load()
+        for m in memories:
+            written.append({"id": m.id, "category": m.category, "scope": m.scope, "text": m.body,
+                            "supersedes": list(m.supersedes), "head": snap.graph.is_head(m.id)})
+        stale = [keys[i] for i in keys if not snap.graph.is_head(i)]
+    return _compare(case, written, keys, stale)
+
+
+def _compare(case: dict, written: list[dict], keys: dict, stale: list[str]) -> CaseResult:
     expected = list(case.get("expect") or [])
     unmatched = list(written)
     matched, missed = 0, []
     changes = sum(1 for e in expected if str(e.get("relation", "")).startswith("supersedes"))
     superseded = 0
+    found: dict[str, dict] = {}  # expected key -> the written memory it matched
     for want in expected:
-        hit = next((w for w in unmatched if _matches(want, w)), None)
+        hit = next((w for w in unmatched if _matches(want, w, keys, found)), None)
         if hit is None:
             missed.append(want)
             continue
         unmatched.remove(hit)
+        if want.get("key"):
+            found[want["key"]] = hit
         matched += 1
         if str(want.get("relation", "")).startswith("supersedes"):
             superseded += 1
-    return CaseResult(case["name"], len(expected), written, matched, missed, unmatched, changes, superseded)
+    result = CaseResult(case["name"], len(expected), written, matched, missed, unmatched, changes, superseded)
+    result.stale_current = [name for name in keys.values() if name not in stale and any(
+        str(e.get("relation", "")) == f"supersedes:{name}" for e in expected)]
+    return result
 
 
-def _matches(want: dict, got: dict) -> bool:
-    if want["category"] != got["category"] or want["scope"] != got["scope"]:
+def _one_of(want, got) -> bool:
+    return got in want if isinstance(want, list) else got == want
+
+
+def _matches(want: dict, got: dict, keys: dict | None = None, found: dict | None = None) -> bool:
+    if not _one_of(want["category"], got["category"]) or not _one_of(want["scope"], got["scope"]):
         return False
     if any(word.lower() not in got["text"].lower() for word in want.get("words", [])):
         return False
-    relation = want.get("relation", "new")
+    relation = str(want.get("relation", "new"))
     if relation == "new":
-        return not got["relation"].startswith("supersedes")
-    return got["relation"] == relation
+        return not got["supersedes"]
+    target = relation.split(":", 1)[1]
+    ids = {i for i, k in (keys or {}).items() if k == target}
+    if found and target in found:
+        ids.add(found[target]["id"])
+    return bool(set(got["supersedes"]) & ids)
 
 
 def score(results: list[CaseResult]) -> dict:

@@ -51,19 +51,35 @@ def embedder_one_thread():
     return OnnxEmbedder(loaded.model_dir, onnx, loaded.id, threads=1)
 
 
-def rows_for(row: dict, embedder) -> list[tuple[str, str, bool, dict]]:
-    """(unit text, the turn before, whether that turn is the agent's, the row) for training."""
-    before, agent = "", False
-    if row.get("context"):
-        before, agent = row["context"][-1]["text"], row["context"][-1]["role"] == "assistant"
+#: a turn before, for rows the corpus gives none: in a real session the agent always spoke last
+AGENT_LINES = ("Done.", "Okay, I made that change.", "I updated the code and the tests pass.",
+               "Here's the diff.", "Sure.", "I added the function and a test for it.")
+
+
+def rows_for(row: dict, embedder, n: int) -> list[tuple[str, str, dict]]:
+    """(unit text, the agent's turn before it, the row) for training.
+
+    Confirmations are decided by a rule (offline.py), not learned from "yes": a durable
+    one trains the heads on the agent's proposal it accepted (its labelled category and
+    scope); a declined or one-off one is left out.
+    """
+    before = ""
+    if row.get("context") and row["context"][-1]["role"] == "assistant":
+        before = row["context"][-1]["text"]
+    if not before:
+        before = AGENT_LINES[n % len(AGENT_LINES)]
+    if row["kind"] == "confirmation":
+        if row["durable"] and row.get("context") and row["context"][-1]["role"] == "assistant":
+            return [(row["context"][-1]["text"], AGENT_LINES[n % len(AGENT_LINES)], row)]
+        return []
     pieces = units(row["text"])
     if not row["durable"]:
-        return [(p, before, agent, row) for p in pieces] or [(row["text"], before, agent, row)]
-    out = [(row["text"], before, agent, row)]
+        return [(p, before, row) for p in pieces] or [(row["text"], before, row)]
+    out = [(row["text"], before, row)]
     if len(pieces) > 1 and embedder is not None and row.get("memory"):
         vectors = embedder.encode([row["memory"], *pieces])
         best = int(np.argmax(vectors[1:] @ vectors[0]))
-        out.append((pieces[best], before, agent, row))
+        out.append((pieces[best], before, row))
     return out
 
 
@@ -131,7 +147,23 @@ def cross_validated(x: np.ndarray, y: np.ndarray, weight: np.ndarray, folds: np.
     return best[1], best[2]
 
 
-def train_heads(x: np.ndarray, meta: list[dict], l2: float) -> dict[str, np.ndarray]:
+def category_l2(x: np.ndarray, cats: np.ndarray, folds: np.ndarray, log, kind: str) -> float:
+    """The category head's regularisation, by cross-validated accuracy over the TRAIN folds."""
+    best = None
+    for l2 in L2_CHOICES + (300.0, 1000.0):
+        right = 0
+        for k in sorted(set(folds.tolist())):
+            inside, out = folds != k, folds == k
+            mean, scale = standardise(x[inside])
+            w, b = fit_softmax((x[inside] - mean) / scale, cats[inside], len(CATEGORIES), l2)
+            right += int((np.argmax(((x[out] - mean) / scale) @ w + b, axis=1) == cats[out]).sum())
+        if best is None or right > best[0]:
+            best = (right, l2)
+    log(f"  {kind} category: L2 {best[1]} (cross-validated accuracy {best[0] / len(cats):.3f})")
+    return best[1]
+
+
+def train_heads(x: np.ndarray, meta: list[dict], l2: float, l2_category: float) -> dict[str, np.ndarray]:
     y = np.array([1.0 if m["durable"] else 0.0 for m in meta])
     weight = np.where(y == 1, 1.0, NEGATIVE_WEIGHT)
     mean, scale = standardise(x)
@@ -139,9 +171,9 @@ def train_heads(x: np.ndarray, meta: list[dict], l2: float) -> dict[str, np.ndar
     durable_w, durable_b = fit_binary(xs, y, weight, l2)
     durable = y == 1
     cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
-    category_w, category_b = fit_softmax(xs[durable], cats[durable], len(CATEGORIES), l2)
+    category_w, category_b = fit_softmax(xs[durable], cats[durable], len(CATEGORIES), l2_category)
     user = np.array([1.0 if m.get("scope") == "user" else 0.0 for m in meta])
-    scope_w, scope_b = fit_binary(xs[durable], user[durable], np.ones(int(durable.sum())), l2)
+    scope_w, scope_b = fit_binary(xs[durable], user[durable], np.ones(int(durable.sum())), l2_category)
     return {"durable_w": durable_w, "durable_b": np.float32(durable_b),
             "category_w": category_w, "category_b": category_b, "scope_w": scope_w,
             "scope_b": np.float32(scope_b), "mean": mean, "scale": scale}
@@ -152,22 +184,24 @@ def build(log=print) -> bytes:
         raise SystemExit("the capture corpus (../shared/eval/capture) is not here")
     embedder = embedder_one_thread()
     train = split(utterances())[TRAIN]
-    units_ = [u for row in train for u in rows_for(row, embedder)]
+    units_ = [u for n, row in enumerate(train) for u in rows_for(row, embedder, n)]
     texts = [u[0] for u in units_]
     befores = [u[1] for u in units_]
-    agent = [u[2] for u in units_]
-    meta = [u[3] for u in units_]
+    meta = [u[2] for u in units_]
     folds = np.array([fold(m["id"]) if not m.get("extra") else 1 + (i % 4) for i, m in enumerate(meta)])
     log(f"{len(train)} TRAIN utterances -> {len(units_)} units ({sum(m['durable'] for m in meta)} durable)")
     arrays: dict[str, np.ndarray] = {"pattern_names": np.array(PATTERN_NAMES)}
-    features = {"dense": feature_matrix(texts, befores, agent, embedder).astype(np.float64),
-                "patterns": feature_matrix(texts, befores, agent, None).astype(np.float64)}
+    features = {"dense": feature_matrix(texts, embedder, befores).astype(np.float64),
+                "patterns": feature_matrix(texts, None, befores).astype(np.float64)}
     y = np.array([1.0 if m["durable"] else 0.0 for m in meta])
     weight = np.where(y == 1, 1.0, NEGATIVE_WEIGHT)
     chosen, scores = {}, {}
     for kind, x in features.items():
         chosen[kind], scores[kind] = cross_validated(x, y, weight, folds, log, f"{kind} ({x.shape[1]} features)")
-        for key, value in train_heads(x, meta, chosen[kind]).items():
+        durable = y == 1
+        cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
+        l2_category = category_l2(x[durable], cats[durable], folds[durable], log, kind)
+        for key, value in train_heads(x, meta, chosen[kind], l2_category).items():
             arrays[f"{kind}_{key}"] = np.asarray(value)
     # with a model: a mix of both heads' probabilities; threshold and mix by the same cross-validation
     best = None

@@ -71,10 +71,16 @@ class Capturer:
     def __init__(self, workspace: Workspace, engine: RecallEngine | None = None, classifier=None):
         from .engine import RecallEngine
 
+        from .classify.offline import OfflineClassifier
+
         self.workspace = workspace
         self.engine = engine or RecallEngine(workspace)
         self.classifier = classifier or make_classifier(workspace)
         self._vectors: dict[str, object] = {}
+        self._versions: tuple | None = None  # (snapshot, words of every version's text and quote -> id)
+        for offline in (self.classifier, getattr(self.classifier, "fallback", None)):
+            if isinstance(offline, OfflineClassifier) and offline.embedder() is None:
+                offline.use_embedder(lambda: self.engine.embedder)  # the engine's model, loaded once
 
     # ------------------------------------------------------------ neighbours
 
@@ -105,6 +111,7 @@ class Capturer:
     def run(self, batch: Batch) -> PassResult:
         started = time.perf_counter()
         self.engine.refresh()
+        self._versions = None
         classification: Classification = self.classifier.classify(batch, self.neighbours)
         result = PassResult(
             batch.trigger,
@@ -141,6 +148,9 @@ class Capturer:
             return f"text longer than {MAX_TEXT_CHARS} characters"
         if proposal.relation == "duplicate":
             return f"duplicate of {proposal.target}"
+        seen = self._captured_before(proposal)
+        if seen:
+            return seen
         if proposal.category == "user-facts":
             proposal.scope = "user"  # personal facts never go to the repo scope
         if proposal.scope == "repo" and "repo" not in self.workspace.stores:
@@ -166,6 +176,33 @@ class Capturer:
         if self._same_text(text, target.body):
             return f"duplicate of {target.id}"
         return None
+
+    def _captured_before(self, proposal: Proposal) -> str | None:
+        """Why a proposal was captured already, by any version (None: it was not).
+
+        Compared with every version, not only the current ones: the same turns
+        read again from a second transcript file (a resumed or copied session)
+        must not bring back a statement that has since been superseded.
+        """
+        snap = self.engine.snapshot
+        if self._versions is None:  # built once a pass: what this pass writes is checked by `_repeats`
+            index: dict[tuple, str] = {}
+            for memory in snap.memories:
+                index.setdefault(("text", *_WORD.findall(memory.body.lower())), memory.id)
+                source = memory.extra.get("source")
+                quote = source.get("quote") if isinstance(source, dict) else None
+                if isinstance(quote, str) and quote.strip():
+                    index.setdefault(("quote", *_WORD.findall(quote.lower())), memory.id)
+            self._versions = (snap, index)
+        index = self._versions[1]
+        found = index.get(("text", *_WORD.findall(proposal.text.lower())))
+        if found is None and proposal.quote:
+            found = index.get(("quote", *_WORD.findall(proposal.quote.lower())))
+        if found is None:
+            return None
+        if snap.graph.is_head(found):
+            return f"duplicate of {found}"
+        return f"captured before as {found}, since superseded by {', '.join(snap.graph.head_of(found))}"
 
     def _repeats(self, proposal: Proposal, written: list[Memory], vectors: list) -> str | None:
         """A proposal saying again what this pass already wrote (said twice in one batch)."""

@@ -9,12 +9,13 @@ deterministically; the file is rebuilt bit for bit by re-running it):
 - **category**: which of the five (softmax over the durable rows);
 - **scope**: repo or user, for what explicit cues leave open.
 
-Each reads the same features: the all-MiniLM-L6-v2 vector of the sentence, the
-vector of the turn before it (the agent's, when there is one: what a correction or
-a confirmation answers), and pattern features (modality, "from now on", "in this
-repo", one-off and hypothetical markers, questions, quoted output, imperatives,
-confirmations, …) that carry what vectors miss. Without an embedding model (lexical
-mode) a second set of heads over the pattern features alone decides.
+Each reads the same features of the sentence alone: its all-MiniLM-L6-v2 vector
+and pattern features (modality, "from now on", "in this repo", one-off and
+hypothetical markers, questions, quoted output, imperatives, quantifiers, …) that
+carry what vectors miss. Without an embedding model (lexical mode) a second set of
+heads over the pattern features alone decides. What depends on the turn before (a
+confirmation of the agent's proposal, a correction of its work) is decided by rules
+in `offline.py`.
 
 The decision threshold of `durable` is set for precision: real sessions are mostly
 tasks and chatter, so a sentence must be clearly durable to be written.
@@ -59,6 +60,7 @@ _P = {
     "user_cue": _rx(r"\b(?:personally|for me|i prefer|my (?:own )?(?:preference|style|taste)|in all my projects|"
                     r"everywhere i work|across (?:all )?(?:my )?projects|i always|i never|i like|i hate|i'm a|i am a)\b"),
     "fact": _rx(r"\bmy name(?:'s| is)\b", r"\bi(?:'m| am) (?:a|an|the) [\w-]+", r"\bi (?:work|live|speak|use|am on)\b",
+                r"\bi(?:'m| am) (?:in|from|based in|located in) [A-Z]", r"\bi (?:only )?have (?:a|an|one|two|\d)",
                 r"\bmy (?:time ?zone|team|role|job|os|laptop|machine|editor|ide|shell|keyboard|language|screen)\b",
                 r"\bi(?:'m| am) (?:based|located|colou?r-?blind|left-handed|new to|dyslexic)\b",
                 r"\bich bin\b", r"\bsoy\b", r"\bje suis\b"),
@@ -103,25 +105,24 @@ _P = {
     "chatter": _rx(r"\b(?:thanks|thank you|lol|haha|great job|nice|awesome|cool|ugh|argh|damn|hate this|"
                    r"so tired|exhausted|coffee|weekend|on call)\b"),
 }
-# what the turn before says, when it is the agent's: a proposal of a standing rule, or work done
-_CONTEXT_P = {
-    "ctx_proposes_rule": _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\b(?:the )?(?:standard|default|convention)\b",
-                             r"\b(?:for all|every|each|always)\b", r"\bin (?:the )?future\b", r"\bstandardi[sz]e\b",
-                             r"\beverywhere\b"),
-    "ctx_offers": _rx(r"\b(?:should i|shall i|want me to|do you want|want that|go\?|okay\?|ok\?|would you like)\b",
-                      r"\?\s*$"),
-    "ctx_did_work": _rx(r"\b(?:i(?:'ve| have)? (?:added|changed|updated|created|fixed|written|wrote|removed|"
-                        r"refactored|moved|renamed|implemented)|done|here's|here is)\b"),
-}
-PATTERN_NAMES = tuple(_P) + tuple(_CONTEXT_P) + ("after_agent", "short", "long", "non_ascii")
+#: what the agent's turn before says: work it just did (what a correction reacts to)
+_AGENT_DID = _rx(r"\b(?:i(?:'ve| have)? (?:added|changed|updated|created|fixed|written|wrote|removed|refactored|"
+                 r"moved|renamed|implemented|used|replaced|installed|set)|done|here's|here is)\b")
+PATTERN_NAMES = tuple(_P) + ("short", "long", "non_ascii", "agent_did")
 
 
-def pattern_features(sentence: str, before: str = "", before_is_agent: bool = False) -> np.ndarray:
+def pattern_features(sentence: str, before: str = "") -> np.ndarray:
+    """The sentence's pattern features, and whether the agent's turn before it reports work done.
+
+    Training gives every row a turn before it (the corpus gives one only to corrections
+    and confirmations; in a real session every human turn follows the agent's), so that
+    having one says nothing and only what it says counts.
+    """
     values = [1.0 if rx.search(sentence) else 0.0 for rx in _P.values()]
-    values += [1.0 if before_is_agent and rx.search(before) else 0.0 for rx in _CONTEXT_P.values()]
     words = len(sentence.split())
-    values += [1.0 if before_is_agent else 0.0, 1.0 if words <= 4 else 0.0, 1.0 if words >= 40 else 0.0,
-               1.0 if re.search(r"[äöüßñéèàçáíóú¿¡]", sentence, re.I) else 0.0]
+    values += [1.0 if words <= 4 else 0.0, 1.0 if words >= 40 else 0.0,
+               1.0 if re.search(r"[äöüßñéèàçáíóú¿¡]", sentence, re.I) else 0.0,
+               1.0 if _AGENT_DID.search(before) else 0.0]
     return np.asarray(values, dtype=np.float32)
 
 
@@ -163,9 +164,10 @@ def load_heads() -> dict[str, Heads]:
     return heads
 
 
-def feature_matrix(sentences: list[str], befores: list[str], agent: list[bool], embedder=None) -> np.ndarray:
-    """One row per sentence: [sentence vector, before vector,] pattern features."""
-    patterns = np.stack([pattern_features(s, b, a) for s, b, a in zip(sentences, befores, agent, strict=True)])
+def feature_matrix(sentences: list[str], embedder=None, befores: list[str] | None = None) -> np.ndarray:
+    """One row per sentence: [its MiniLM vector, the agent's turn before's vector,] pattern features."""
+    befores = befores if befores is not None else [""] * len(sentences)
+    patterns = np.stack([pattern_features(s, b) for s, b in zip(sentences, befores, strict=True)])
     if embedder is None:
         return patterns
     vectors = embedder.encode(list(sentences) + list(befores))
@@ -185,6 +187,11 @@ class Decision:
     category: str
     category_p: float
     user_p: float  # probability the memory belongs to the user scope (before cues)
+    categories: tuple[tuple[str, float], ...] = ()  # every category, most likely first
+
+    def best_category(self, allowed) -> str:
+        """The most likely category among `allowed`."""
+        return next((c for c, _ in self.categories if c in allowed), self.category)
 
 
 #: Lasting statements generalise: a standing word ("always", "from now on", "in this repo",
@@ -239,8 +246,10 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
             bar = max(bar, UNMARKED_AT)
         if texts is not None and never_durable(texts[i]):
             bar = 2.0
+        ranked = tuple(sorted(((CATEGORIES[k], float(probs[i, k])) for k in range(len(CATEGORIES))),
+                              key=lambda pair: -pair[1]))
         out.append(Decision(float(durable[i]), bool(durable[i] >= bar), CATEGORIES[c], float(probs[i, c]),
-                            float(user[i])))
+                            float(user[i]), ranked))
     return out
 
 

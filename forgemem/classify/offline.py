@@ -300,52 +300,196 @@ def _request_line(text: str) -> str | None:
 
 
 class OfflineClassifier:
+    """The default classifier: trained heads over sentence vectors and patterns, no network.
+
+    For each sentence of each human turn (`units`), with the turn before it as
+    context: durable or not, category, scope (`learned`); the memory text as a
+    standalone rule (`rules.rule_text`); its relation to the nearest existing
+    memories by subject (`relate`). A confirmation ("yes, let's do that")
+    carries the decision the agent proposed, and only when the agent proposed a
+    standing rule. Within one pass, a later statement that replaces an earlier
+    one (a change of mind mid-batch) is written alone, the earlier words noted in
+    its reason. Without an embedding model, heads over the patterns alone decide.
+    """
+
     name = "offline"
 
-    def __init__(self, has_repo: bool = True):
+    def __init__(self, has_repo: bool = True, embedder=None):
         self.has_repo = has_repo
+        self._embedder = embedder  # an embedder, or a callable giving one (or None: patterns only)
+
+    def use_embedder(self, source) -> None:
+        """Where vectors come from: an embedder, or a callable giving one (None: the patterns decide)."""
+        self._embedder = source
+
+    def embedder(self):
+        source = self._embedder
+        return source() if callable(source) and not hasattr(source, "encode") else source
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
-        proposals: list[Proposal] = []
-        chars = 0
-        previous_request = ""
-        agent_answered = False
-        for turn in batch.context:  # what the first new turn may answer or point back to
-            agent_answered = turn.role != "user"
-            if turn.role == "user" and (line := _request_line(turn.text)) is not None:
-                previous_request = line
+        from .learned import decide, feature_matrix, scope_for as learned_scope
+        from .units import units
+
+        found: list[tuple[str, object, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
+        before, agent, chars = "", False, 0
+        for turn in batch.context:
+            before, agent = turn.text, turn.role != "user"
         for turn in batch.turns:
             if turn.role != "user":
-                agent_answered = True
+                before, agent = turn.text, True
                 continue
             chars += len(turn.text)
-            durable = False
-            for sentence in sentences(turn.text):
-                found = match(sentence, after_work=agent_answered)
-                if found is None:
-                    continue
-                durable = True
-                text = explicit_subject(sentence)
-                if found.category == "corrections" and _ANAPHORA.search(sentence) and previous_request:
-                    text = f"{_finish(text)} (Said about the request: “{_quote(previous_request, 140)}”)"
-                text = _finish(text)
-                scope = scope_for(found.category, sentence, self.has_repo)
-                relation, target, similarity = relate(sentence, found.category, scope, neighbours(text))
-                proposals.append(
-                    Proposal(
-                        text=text,
-                        category=found.category,
-                        scope=scope,
-                        relation=relation,
-                        target=target,
-                        quote=_quote(sentence),
-                        turn=turn,
-                        confidence=0.6,
-                        reason=f"{found.reason}; {relation}"
-                        + (f" ({similarity:.2f})" if target else ""),
-                    )
-                )
-            if not durable and (line := _request_line(turn.text)) is not None:
-                previous_request = line  # a request, which a later correction may point back to
-            agent_answered = False
-        return Classification(proposals, self.name, chars_sent=chars)
+            for unit in _merge_fragments(units(turn.text)):
+                found.append((unit, turn, before, agent))
+            before, agent = turn.text, False
+        if not found:
+            return Classification([], self.name, chars_sent=chars)
+        embedder = self.embedder()
+        kind = "dense" if embedder is not None else "patterns"
+        # a confirmation is decided on what the agent proposed; anything else on its own words
+        confirms = [agent and bool(_CONFIRMATION.match(unit)) and bool(_PROPOSES_RULE.search(before))
+                    for unit, _, before, agent in found]
+        judged = [_proposal_of(before) if confirm else unit
+                  for (unit, _, before, _), confirm in zip(found, confirms, strict=True)]
+        befores = ["" if confirm else (before if agent else "")
+                   for (_, _, before, agent), confirm in zip(found, confirms, strict=True)]
+        decisions = decide(feature_matrix(judged, embedder, befores), kind, judged)
+        proposals: list[Proposal] = []
+        for (unit, turn, before, agent), confirm, decision in zip(found, confirms, decisions, strict=True):
+            if agent and _CONFIRMATION.match(unit) and not confirm:
+                continue  # yes to a one-off step: nothing lasting was decided
+            if not (confirm or decision.is_durable):
+                continue
+            category = decision.category
+            if category == "corrections" and not (agent and _REACTS.search(unit)):
+                # a correction reacts to what the agent just did; said unprompted it is a rule of another kind
+                category = decision.best_category([c for c in CATEGORY_ORDER if c != "corrections"])
+            if category == "user-facts" and not _PERSONAL.search(unit):
+                # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
+                category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
+            about = f"{before}\n{unit}" if confirm else unit
+            scope, why_scope = learned_scope(about, category, decision.user_p, self.has_repo)
+            text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
+                             proposal=before if confirm else "")
+            nearest = neighbours(text)
+            relation, target, similarity = relate_to(text, unit, category, scope, nearest)
+            if why_scope in _WEAK_SCOPE and relation not in ("supersedes", "refines", "duplicate"):
+                # no cue decided the scope: a memory of the other scope on the same subject decides it
+                # (a change of mind about a personal preference stays personal), but a project
+                # decision or convention never moves into the user store
+                other = "user" if scope == "repo" else "repo"
+                if other == "repo" or category not in ("project-conventions", "architectural-decisions"):
+                    again = relate_to(text, unit, category, other, nearest)
+                    if again[0] in ("supersedes", "refines", "duplicate"):
+                        scope, why_scope = other, "the scope of the memory it changes"
+                        relation, target, similarity = again
+            if relation == "supersedes" and category == "corrections":
+                # a change of mind about a convention or a decision is one too, not a correction of the agent
+                category = next((n.memory.category for n in nearest if n.memory.id == target), category)
+            proposals.append(Proposal(
+                text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit),
+                turn=turn, confidence=round(1.0 if confirm else decision.durable, 2),
+                reason=(f"a confirmation of the agent's proposal; " if confirm else f"durable {decision.durable:.2f}; ")
+                       + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
+                       + (f" ({similarity:.2f})" if target else ""),
+            ))
+        return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
+
+
+_WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
+CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
+#: what a correction of the agent's work sounds like
+_REACTS = re.compile(
+    r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not|incorrect)|that is|don't|do not|stop|"
+    r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
+    r"broke|added|created|put)\b|\bwhy did you\b|\bdon't\b|\bnever\b", re.I)
+#: a fact about the person is said in the first person
+_PERSONAL = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|ich|mein|meine|soy|mi|je|mon|ma)\b", re.I)
+#: a sentence that points back at the one before it ("Always add a new one …") belongs with it
+_POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same)\b", re.I)
+#: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
+_DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b", re.I)
+
+
+def _merge_fragments(units: list[str]) -> list[str]:
+    merged: list[str] = []
+    for unit in units:
+        if merged and ((_DROPS.search(merged[-1]) and not _DROPS.search(unit)) or _POINTS_BACK.search(unit)):
+            merged[-1] = f"{merged[-1]} {unit}"
+        else:
+            merged.append(unit)
+    return merged
+
+
+def _proposal_of(agent_text: str) -> str:
+    """The sentence(s) of the agent's turn that propose the standing rule (what a "yes" accepts)."""
+    from .units import units
+
+    pieces = units(agent_text) or [agent_text.strip()]
+    chosen = [p for p in pieces if _PROPOSES_RULE.search(p) or p.rstrip().endswith("?")]
+    return " ".join(chosen[-2:] or pieces[-1:])[:400]
+
+
+_CONFIRMATION = re.compile(
+    r"^(?:yes|yep|yeah|yup|sure|ok|okay|sounds good|do it|go ahead|let's do (?:it|that)|agreed|perfect|exactly|"
+    r"please do|go for it|correct|right|ja|sí|si|oui|d'accord)\b", re.I)
+#: the agent proposed a standing rule, not a one-off step
+_PROPOSES_RULE = re.compile(
+    r"\bfrom now on\b|\bgoing forward\b|\b(?:the )?(?:standard|default|convention|rule)\b|\bin (?:the )?future\b|"
+    r"\bstandardi[sz]e\b|\beverywhere\b|\b(?:for|in) (?:all|every|each)\b|\balways\b|\bfor new\b|\bpolicy\b", re.I)
+
+
+def rule_form(unit: str, *, category: str, scope: str, context: str = "", proposal: str = "") -> str:
+    """The memory text: a standalone rule (`rules.rule_text`)."""
+    from .rules import rule_text
+
+    return rule_text(unit, category=category, scope=scope, context=context, proposal=proposal)
+
+
+def relate_to(text: str, said: str, category: str, scope: str,
+              neighbours: list[Neighbour]) -> tuple[str, str | None, float]:
+    """(relation, target id, score) of a new memory to the nearest existing ones, decided by subject."""
+    from .relate import Candidate, relate as decide_relation
+
+    candidates = [Candidate(n.memory.body, n.memory.category, n.memory.scope, n.similarity, n.memory.id)
+                  for n in neighbours]
+    relation, index, score = decide_relation(text, said, category, scope, candidates)
+    return relation, (candidates[index].id if index is not None else None), score
+
+
+def _similarity(embedder):
+    """cosine(a, b) of the embedding vectors; word overlap without a model."""
+    if embedder is None:
+        return _overlap
+
+    def cosine(a: str, b: str) -> float:
+        vectors = embedder.encode([a, b])
+        return float(vectors[0] @ vectors[1])
+
+    return cosine
+
+
+def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
+    """A change of mind inside one pass: the later statement is written, the earlier one it replaces is not."""
+    from .relate import Candidate, relate as decide_relation
+
+    kept: list[Proposal] = []
+    for proposal in proposals:
+        replaced = []
+        for earlier in kept:
+            candidate = Candidate(earlier.text, earlier.category, earlier.scope,
+                                  similarity(earlier.text, proposal.text))
+            relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
+                                                 [candidate])
+            if index is not None and relation in ("supersedes", "duplicate"):
+                replaced.append(earlier)
+        for earlier in replaced:
+            kept.remove(earlier)
+            proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
+        kept.append(proposal)
+    return kept
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
