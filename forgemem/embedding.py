@@ -159,7 +159,9 @@ class OnnxEmbedder:
         np = self._np
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(list(texts))
+        # a lone surrogate (from JSON's "\ud800") cannot reach the tokenizer: it becomes U+FFFD
+        texts = [t.encode("utf-8", "replace").decode("utf-8") if isinstance(t, str) else str(t) for t in texts]
+        encodings = self.tokenizer.encode_batch(texts)
         # Batch texts of similar length together: far less padding to compute.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         result = np.zeros((len(texts), self.dim), dtype=np.float32)

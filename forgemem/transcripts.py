@@ -190,6 +190,10 @@ class _Builder:
             )
 
     def _emit(self, role, text, timestamp, line_start, line_end, byte_start, byte_end) -> None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a broken JSON escape
+            text = text.encode("utf-8", "replace").decode("utf-8")
         self.events.append(
             Turn(
                 self.state.get("session"),

@@ -271,6 +271,7 @@ class Workspace:
             require_choice("relationship", relationship, RELATIONSHIPS)
             relations.append(Relation(snap.resolve(ref).id, relationship))
         store = self.store(scope)
+        text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates in a file
         body, found = redact(normalize_body(text))
         if not body:
             raise UsageError("the memory text is empty")

@@ -294,3 +294,19 @@ def test_offline_classifier_reads_only_human_turns():
     classifier = OfflineClassifier()
     result = classifier.classify(batch("Run it.", "I always prefer to use tabs; never spaces."), lambda text: [])
     assert result.proposals == []  # the assistant said it, not the user
+
+
+def test_odd_turns_never_fail_a_pass(capturer):
+    """Empty, huge, code-only, other-language and broken-unicode turns: the pass finishes, nothing odd is written."""
+    odd = [
+        "", "   ", "\ud800 lone surrogate \udfff from a broken JSON escape, always use ruff",
+        "```python\nfor i in range(10):\n    print(i)\n```", "x" * 200_000,
+        "Traceback (most recent call last):\n  File \"a.py\", line 1\nValueError: never do this",
+        "请始终使用 pnpm", "🙂🙂🙂", "/compact keep the last decisions",
+    ]
+    texts = []
+    for text in odd:
+        texts += [text, "ok"]
+    result = capturer.run(batch(*texts))
+    assert all(m.body.strip() for m in result.written)
+    assert not any("Traceback" in m.body or "print(i)" in m.body or "x" * 100 in m.body for m in result.written)
