@@ -265,6 +265,10 @@ _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of m
                 r"\bwhen (?:you )?(?:work|talk|write|answer)(?:ing)? (?:with|to|for) me\b",
                 r"\b(?:ask|tell|show|explain(?: it)? to|remind|warn|check with) me\b", r"\bmakes me\b",
                 r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
+#: personal cues that outweigh any word about the repository
+_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b",
+                       r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
+                       r"\bregardless of (?:the )?project\b", r"\bpersonally\b")
 _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|package|crate|module|exporter|monorepo)\b",
                 r"\b(?:this|the) (?:repo|repository|project|codebase)(?:'s)?\b", r"\bour (?:team|repo|project|codebase|"
                 r"ci|pipeline|app|service|stack|api|backend|frontend|convention|style|policy)\b", r"\bhere we\b",
@@ -288,6 +292,11 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool) -> tu
     user_cue, repo_cue = _USER_CUE.search(sentence), _REPO_CUE.search(sentence)
     if repo_cue and not user_cue:
         return "repo", f"cue “{repo_cue.group(0)}”"
+    if repo_cue and user_cue:
+        # both: a rule about "all my projects" is personal; "I like X, but here we …" is the repo's
+        if _ACROSS_PROJECTS.search(sentence):
+            return "user", f"cue “{_ACROSS_PROJECTS.search(sentence).group(0)}”"
+        return "repo", f"cue “{repo_cue.group(0)}” (over “{user_cue.group(0)}”)"
     if _REPO_THINGS.search(sentence):
         return "repo", "names the repository's paths or commands"
     if user_cue and not repo_cue:

@@ -408,7 +408,8 @@ _PERSONAL = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|ich|mein|meine|soy|mi|je
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same)\b", re.I)
 #: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
-_DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b", re.I)
+_DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b|"
+                    r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
 
 def _merge_fragments(units: list[str]) -> list[str]:
@@ -454,7 +455,32 @@ def relate_to(text: str, said: str, category: str, scope: str,
     candidates = [Candidate(n.memory.body, n.memory.category, n.memory.scope, n.similarity, n.memory.id)
                   for n in neighbours]
     relation, index, score = decide_relation(text, said, category, scope, candidates)
+    if relation != "supersedes":
+        # the old choice dropped by name ("scratch GORM", "we moved off wandb") replaces the memory that names it
+        dropped = dropped_names(said)
+        for candidate in candidates:
+            words = set(re.findall(r"[\w.+-]+", candidate.text.lower()))
+            if candidate.scope == scope and dropped & words:
+                return "supersedes", candidate.id, max(score, 0.9)
     return relation, (candidates[index].id if index is not None else None), score
+
+
+_DROPPED = re.compile(
+    r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
+    r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
+    r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
+    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b", re.I)
+_NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
+
+
+def dropped_names(said: str) -> set[str]:
+    """Names the user said they dropped: "scratch GORM" -> {"gorm"}."""
+    names = set()
+    for match in _DROPPED.finditer(said):
+        name = (match.group(1) or match.group(2) or "").lower().strip(".")
+        if name and name not in _NOT_NAMES:
+            names.add(name)
+    return names
 
 
 def _similarity(embedder):
@@ -470,22 +496,34 @@ def _similarity(embedder):
 
 
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
-    """A change of mind inside one pass: the later statement is written, the earlier one it replaces is not."""
+    """A change of mind inside one pass: both statements are written, the later superseding the earlier.
+
+    The earlier one is written first and is never current after the pass; the
+    history shows both (as if they had fallen in two passes). The same statement
+    said twice is written once.
+    """
     from .relate import Candidate, relate as decide_relation
 
     kept: list[Proposal] = []
     for proposal in proposals:
-        replaced = []
-        for earlier in kept:
+        for earlier in reversed(kept):
             candidate = Candidate(earlier.text, earlier.category, earlier.scope,
                                   similarity(earlier.text, proposal.text))
             relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
                                                  [candidate])
-            if index is not None and relation in ("supersedes", "duplicate"):
-                replaced.append(earlier)
-        for earlier in replaced:
-            kept.remove(earlier)
-            proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
+            if relation != "supersedes" and earlier.scope == proposal.scope and dropped_names(proposal.quote) & set(
+                    re.findall(r"[\w.+-]+", earlier.text.lower())):
+                relation, index = "supersedes", 0
+            if index is None:
+                continue
+            if relation == "duplicate":
+                kept.remove(earlier)
+                break
+            if relation == "supersedes" and earlier.replaced_by is None:
+                proposal.replaces = earlier  # the capturer links them once the earlier one has its id
+                earlier.replaced_by = proposal
+                proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
+                break
         kept.append(proposal)
     return kept
 
