@@ -296,7 +296,8 @@ SETS = (
     ("v1 round 2", "capture_cases_round2.yaml", "v1's misses widened its patterns"),
     ("v1 round 3", "capture_cases_round3.yaml", "v1's misses widened its patterns"),
     ("v1 held-out", "capture_cases_heldout.yaml", "v1's held-out; v2 never tuned on it"),
-    ("v2 held-out", "capture_v2_heldout.yaml", "written before v2 first ran on it; never tuned on"),
+    ("v2 held-out", "capture_v2_heldout.yaml", "written before v2 first ran on it; first measured P 0.667 / R 0.625;"
+     " one scope fix since came from reading its misses"),
 )
 
 
