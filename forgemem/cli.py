@@ -1052,16 +1052,10 @@ def feedback(
 ) -> None:
     """Say whether a recalled memory helped: it moves up (useful) or down (wrong) in later recalls.
 
-    Kept in the cache's access log, never in the memory file.
+    Kept in your usage data (~/.forge/usage/), never in the memory file; rebuilding
+    the cache keeps it.
     """
-    if verdict not in ("useful", "wrong"):
-        raise UsageError(f"say useful or wrong, not {verdict!r}")
-    ws = state.workspace()
-    snap = ws.load()
-    memory = snap.resolve(memory_id)
-    heads = snap.graph.head_of(memory.id)
-    target = snap.graph.memories[heads[0]] if len(heads) == 1 else memory
-    ws.indexes()[target.scope].log_access([target.id], verdict)
+    target = state.workspace().feedback(memory_id, verdict)
     out.print(f"noted: {target.id} {verdict}")
     if verdict == "wrong":
         err.print("forgemem: if it no longer holds, `forgemem forget` it or add a version that supersedes it")

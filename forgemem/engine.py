@@ -188,8 +188,11 @@ class RecallEngine:
         fused = fuse(candidates.values(), dense=vector is not None)
         feedback: dict[str, tuple[int, int]] = {}
         if use_priors:
-            for index in self.indexes().values():
-                feedback.update(index.feedback())
+            for usage in self.workspace.usage().values():
+                try:
+                    feedback.update(usage.feedback())
+                except Exception:  # noqa: BLE001 - usage data must never fail a recall
+                    pass
         hits = rank(fused, graph, query, use_priors=use_priors, feedback=feedback)
         notes = []
         if vector is None:
@@ -282,14 +285,14 @@ class StoreWatcher:
 
 
 def log_recalls(engine: RecallEngine, hits: list[dict]) -> None:
-    """Note in each store's cache which memories a recall returned (for `forgemem stats`)."""
+    """Note in each store's usage data which memories a recall returned (for `forgemem stats`)."""
     by_scope: dict[str, list[str]] = {}
     for hit in hits:
         by_scope.setdefault(hit["scope"], []).append(hit["id"])
     for scope, ids in by_scope.items():
-        index = engine.indexes().get(scope)
-        if index is not None:
+        usage = engine.workspace.usage().get(scope)
+        if usage is not None:
             try:
-                index.log_access(ids, "recalled")
-            except Exception:  # noqa: BLE001 - a read-only cache must never fail a recall
+                usage.log(ids, "recalled")
+            except Exception:  # noqa: BLE001 - usage data must never fail a recall
                 pass

@@ -42,8 +42,8 @@ def growth(root: Path, memory_path: str = ".forge/memory") -> list[tuple[str, in
 
 def health(workspace: Workspace, snap: Snapshot, repo_root: Path | None) -> dict:
     access: dict[str, dict] = {}
-    for index in workspace.indexes().values():
-        access.update(index.access_counts())
+    for usage in workspace.usage().values():
+        access.update(usage.access_counts())
     heads = snap.heads()
     now = time.time()
     never = [m.id for m in heads if not access.get(m.id, {}).get("recalled")]

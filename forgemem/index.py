@@ -128,9 +128,6 @@ _REQUIRED = frozenset(
 
 #: vectors kept by content for texts no file holds right now (other branches, older commits)
 KEEP_EMBEDDED_FACTOR = 3
-#: the access log keeps the newest ACCESS_KEEP recall rows (checked every ACCESS_PRUNE_EVERY rows)
-ACCESS_KEEP = 100_000
-ACCESS_PRUNE_EVERY = 5_000
 MIN_EMBEDDED_KEPT = 10_000
 
 
@@ -248,11 +245,6 @@ class StoreIndex:
             CREATE TABLE IF NOT EXISTS tombstones(rowid INTEGER PRIMARY KEY, gen INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS embedded(
                 text_hash TEXT PRIMARY KEY, vector BLOB NOT NULL, used REAL NOT NULL);
-            CREATE TABLE IF NOT EXISTS access(
-                memory_id TEXT NOT NULL, at REAL NOT NULL, event TEXT NOT NULL);
-            CREATE INDEX IF NOT EXISTS access_id ON access(memory_id);
-            CREATE TABLE IF NOT EXISTS feedback(
-                memory_id TEXT PRIMARY KEY, useful INTEGER NOT NULL, wrong INTEGER NOT NULL);
             CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 text, tokenize='porter unicode61 remove_diacritics 2');
@@ -582,50 +574,6 @@ class StoreIndex:
             "SELECT text_hash, vector FROM embedded WHERE text_hash IN ({})", list(set(hashes.values()))
         ))
         return {memory_id: found[h] for memory_id, h in hashes.items() if h in found}
-
-    # ------------------------------------------------------------ access log
-
-    def log_access(self, memory_ids: list[str], event: str) -> None:
-        """Record recalls ("recalled") and feedback ("useful", "wrong") in the cache only:
-        a recall never touches a memory file. Feedback is kept as counts, read on every recall."""
-        if not memory_ids:
-            return
-        now = time.time()
-        with self.db:
-            self.db.executemany(
-                "INSERT INTO access(memory_id, at, event) VALUES (?, ?, ?)", [(i, now, event) for i in memory_ids]
-            )
-            if event in ("useful", "wrong"):
-                column = "useful" if event == "useful" else "wrong"
-                self.db.executemany(
-                    f"INSERT INTO feedback(memory_id, useful, wrong) VALUES (?, ?, ?) "
-                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = {column} + 1",
-                    [(i, int(event == "useful"), int(event == "wrong")) for i in memory_ids],
-                )
-                return
-            newest = self.db.execute("SELECT max(rowid) FROM access").fetchone()[0] or 0
-            if newest % ACCESS_PRUNE_EVERY < len(memory_ids):
-                # bounded: the newest ACCESS_KEEP recall rows (feedback counts live in their own table)
-                self.db.execute(
-                    "DELETE FROM access WHERE event = 'recalled' AND rowid <= ?", (newest - ACCESS_KEEP,)
-                )
-
-    def access_counts(self) -> dict[str, dict[str, float]]:
-        """memory id -> {event: count, ..., "last": when it was last recalled (POSIX seconds)}."""
-        result: dict[str, dict[str, float]] = {}
-        for memory_id, count, last in self.db.execute(
-            "SELECT memory_id, count(*), max(at) FROM access WHERE event = 'recalled' GROUP BY memory_id"
-        ):
-            result[memory_id] = {"recalled": count, "last": last}
-        for memory_id, (useful, wrong) in self.feedback().items():
-            entry = result.setdefault(memory_id, {})
-            entry.update({k: v for k, v in (("useful", useful), ("wrong", wrong)) if v})
-        return result
-
-    def feedback(self) -> dict[str, tuple[int, int]]:
-        """memory id -> (useful, wrong) marks from `forgemem feedback` (read on every recall: a small table)."""
-        return {memory_id: (useful, wrong) for memory_id, useful, wrong in
-                self.db.execute("SELECT memory_id, useful, wrong FROM feedback")}
 
     def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
         """(rowid, BM25 score, higher is better) of the best lexical matches."""

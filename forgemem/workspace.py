@@ -43,6 +43,7 @@ from .store import (
 if TYPE_CHECKING:  # the rest is imported where it is used: the CLI's start-up stays light
     from .graph import MemoryGraph
     from .index import StoreIndex
+    from .usage import Usage
 
 
 @dataclass
@@ -93,6 +94,7 @@ class Workspace:
         self.stores = stores
         self.warnings: list[str] = []
         self._indexes: dict[str, StoreIndex] | None = None
+        self._usage: dict[str, Usage] | None = None
         if config is None:
             layers = load_layers(*(stores[s].config_path if s in stores else None for s in ("user", "repo")))
             config = layers.config
@@ -151,6 +153,24 @@ class Workspace:
                     index = StoreIndex(store, in_memory=True)
                 self._indexes[scope] = index
         return self._indexes
+
+    def usage(self) -> dict[str, Usage]:
+        """Each existing store's usage data (recalls, feedback): kept outside the rebuildable cache."""
+        from .usage import Usage
+
+        if self._usage is None:
+            self._usage = {scope: Usage(store) for scope, store in self.stores.items() if store.exists()}
+        return self._usage
+
+    def feedback(self, ref: str, verdict: str) -> Memory:
+        """Record `forgemem feedback`: the current version of the memory `ref` helped or was wrong."""
+        require_choice("verdict", verdict, ("useful", "wrong"))
+        snap = self.load()
+        memory = snap.resolve(ref)
+        heads = snap.graph.head_of(memory.id)
+        target = snap.graph.memories[heads[0]] if len(heads) == 1 else memory
+        self.usage()[target.scope].log([target.id], verdict)
+        return target
 
     def load(self, extra_paths: Iterable[Path] = (), cache: bool = True) -> Snapshot:
         """Load both stores (repo first), plus any extra files or folders.

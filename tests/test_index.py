@@ -374,23 +374,3 @@ def test_long_lived_engine_applies_a_batch_larger_than_one_query_chunk(store):
     server.refresh()
     assert server.indexes()["repo"].vector_index().ntotal == 703
     assert len(server.snapshot.memories) == 703
-
-
-def test_the_access_log_stays_bounded(tmp_path, monkeypatch):
-    from forgemem import index as index_module
-    from forgemem.index import StoreIndex
-    from forgemem.store import Store
-
-    monkeypatch.setattr(index_module, "ACCESS_KEEP", 50)
-    monkeypatch.setattr(index_module, "ACCESS_PRUNE_EVERY", 20)
-    folder = tmp_path / ".forge" / "memory"
-    folder.mkdir(parents=True)
-    idx = StoreIndex(Store("repo", folder))
-    idx.connect()
-    idx.log_access(["mem_a"], "useful")
-    for n in range(40):
-        idx.log_access([f"mem_{n}", "mem_x", "mem_y"], "recalled")
-    rows = idx.db.execute("SELECT count(*) FROM access WHERE event = 'recalled'").fetchone()[0]
-    assert rows <= 50 + 20 * 3
-    assert idx.feedback() == {"mem_a": (1, 0)}  # feedback is never pruned
-    assert idx.access_counts()["mem_39"]["recalled"] == 1  # the newest are kept
