@@ -39,12 +39,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from capture_labelled import load_cases, run_case, score  # noqa: E402
 
-from forgemem.capture import Capturer  # noqa: E402
-from forgemem.classify import Classification, Proposal  # noqa: E402
-from forgemem.embedding import load_embedder  # noqa: E402
-from forgemem.engine import RecallEngine  # noqa: E402
-from forgemem.observer import Observer, ObserverState  # noqa: E402
-from forgemem.transcripts import read_new  # noqa: E402
+from forgemem.capture.capturer import Capturer  # noqa: E402
+from forgemem.capture.classify import Classification, Proposal  # noqa: E402
+from forgemem.index.embedding import load_embedder  # noqa: E402
+from forgemem.recall.engine import RecallEngine  # noqa: E402
+from forgemem.capture.observer import Observer, ObserverState  # noqa: E402
+from forgemem.capture.transcripts import read_new  # noqa: E402
 from forgemem.workspace import Workspace, init_forge_dir  # noqa: E402
 
 DEFAULT_TRANSCRIPTS = ROOT.parent / "shared" / "eval" / "transcripts"
@@ -92,7 +92,7 @@ class KeywordBaseline:
     WORDS = ("always", "never", "prefer", "don't", "do not", "please use")
 
     def classify(self, batch, neighbours):
-        from forgemem.classify.offline import sentences
+        from forgemem.capture.classify.offline import sentences
 
         proposals = []
         for turn in batch.human_turns():
@@ -109,8 +109,8 @@ def v1_module():
 
     source = subprocess.run(["git", "show", "95622ec:forgemem/classify/offline.py"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout
-    module = types.ModuleType("forgemem.classify.offline_v1")
-    module.__package__ = "forgemem.classify"
+    module = types.ModuleType("forgemem.capture.classify.offline_v1")
+    module.__package__ = "forgemem.capture.classify"
     sys.modules[module.__name__] = module  # dataclasses look their module up there
     exec(compile(source, "95622ec:forgemem/classify/offline.py", "exec"), module.__dict__)  # noqa: S102 - our history
     return module
@@ -123,7 +123,7 @@ def factories(has_repo: bool = True) -> dict:
     """name -> (workspace -> classifier); None means the default (v2)."""
     global V1
     if V1 is None:
-        V1 = sys.modules.get("forgemem.classify.offline_v1") or v1_module()
+        V1 = sys.modules.get("forgemem.capture.classify.offline_v1") or v1_module()
     return {"v2": None, "v1 patterns": lambda ws: V1.OfflineClassifier(has_repo="repo" in ws.stores),
             "keyword": lambda ws: KeywordBaseline()}
 
@@ -135,16 +135,16 @@ def corpus_test(embedder) -> None:
     from bench_rules import token_f1
     from capture_corpus import TEST, split, utterances
 
-    from forgemem.classify import Batch
-    from forgemem.classify.offline import OfflineClassifier
-    from forgemem.transcripts import Turn
+    from forgemem.capture.classify import Batch
+    from forgemem.capture.classify.offline import OfflineClassifier
+    from forgemem.capture.transcripts import Turn
 
     rows = split(utterances(extra=False))[TEST]
     print(f"== 1. capture corpus, TEST split ({len(rows)} utterances, {sum(r['durable'] for r in rows)} durable; "
           "never trained or tuned on)")
     print(f"{'classifier':12} {'precision':>9} {'recall':>7} {'F1':>6} {'category':>9} {'scope':>6} "
           f"{'rule F1':>8} {'rule cos':>8}")
-    v1 = sys.modules.get("forgemem.classify.offline_v1") or v1_module()
+    v1 = sys.modules.get("forgemem.capture.classify.offline_v1") or v1_module()
     classifiers = {"v2": OfflineClassifier(True, embedder), "v2 no model": OfflineClassifier(True, None),
                    "v1 patterns": v1.OfflineClassifier(True), "keyword": KeywordBaseline()}
     for name, classifier in classifiers.items():
@@ -182,9 +182,9 @@ def corpus_test(embedder) -> None:
 def pairs_test(embedder) -> None:
     from capture_corpus import TEST, pairs, split
 
-    from forgemem.classify.offline import Neighbour
-    from forgemem.classify.relate import Candidate, relate
-    from forgemem.model import Memory, new_id, utc_now
+    from forgemem.capture.classify.offline import Neighbour
+    from forgemem.capture.classify.relate import Candidate, relate
+    from forgemem.store.model import Memory, new_id, utc_now
 
     rows = split(pairs())[TEST]
     heldout = ROOT / "tests" / "fixtures" / "relate_heldout.jsonl"
@@ -194,7 +194,7 @@ def pairs_test(embedder) -> None:
     allowed = {"supersedes": {"supersedes"}, "refines": {"refines"}, "unrelated": {"new", "relates-to"},
                "contradicts-but-different-scope": {"new", "relates-to", "contradicts"}, "duplicate": {"duplicate"},
                "relates-to": {"relates-to", "new"}, "new": {"new", "relates-to"}}
-    v1 = sys.modules.get("forgemem.classify.offline_v1") or v1_module()
+    v1 = sys.modules.get("forgemem.capture.classify.offline_v1") or v1_module()
     print("== 2. relation of a new statement to an existing memory (accuracy; supersedes recall)")
     for title, records in sets:
         for name in ("v2", "v1 patterns"):
@@ -334,8 +334,8 @@ def labelled(embedder) -> None:
 def pass_speed(embedder, memories: int = 1000, runs: int = 15) -> None:
     import random
 
-    from forgemem.classify import Batch
-    from forgemem.transcripts import Turn
+    from forgemem.capture.classify import Batch
+    from forgemem.capture.transcripts import Turn
 
     print(f"== 6. one offline pass over 5 exchanges, {memories:,} memories in the store ({runs} runs)")
     rng = random.Random(7)

@@ -37,15 +37,15 @@ def timed(command: list[str], cwd: Path, env: dict) -> float:
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     changed = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000
-    from forgemem import memfile
-    from forgemem.engine import RecallEngine
-    from forgemem.model import new_id, utc_now
+    from forgemem.store import memfile
+    from forgemem.recall.engine import RecallEngine
+    from forgemem.store.model import new_id, utc_now
     from forgemem.workspace import Workspace
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         store = repo / ".forge" / "memory"
-        from forgemem.embedding import model_cache_dir
+        from forgemem.index.embedding import model_cache_dir
 
         env = {**os.environ, "HOME": str(Path(tmp) / "home"), "FORGEMEM_SERVER": "off",
                "FORGEMEM_MODEL_CACHE": str(model_cache_dir()),  # the exported model, not a second export

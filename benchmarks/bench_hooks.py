@@ -58,7 +58,7 @@ def run(command, env, cwd, stdin: str | None = None) -> tuple[float, str]:
 
 
 def bench(n: int, base: Path) -> None:
-    from forgemem.context import count_tokens
+    from forgemem.recall.context import count_tokens
 
     project = base / f"project-{n}"
     store = project / ".forge" / "memory"

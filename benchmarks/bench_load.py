@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from forgemem import memfile  # noqa: E402
-from forgemem.model import CATEGORIES, RELATIONSHIPS, Memory, Relation, new_id  # noqa: E402
+from forgemem.store import memfile  # noqa: E402
+from forgemem.store.model import CATEGORIES, RELATIONSHIPS, Memory, Relation, new_id  # noqa: E402
 from forgemem.workspace import Workspace  # noqa: E402
 
 WORDS = (

@@ -79,8 +79,8 @@ def load_conversations(path: Path):
 
 def write_store(folder: Path, sample_id: str, turns) -> dict[str, str]:
     """One memory file per turn; returns memory id -> dia_id."""
-    from forgemem import memfile
-    from forgemem.model import Memory
+    from forgemem.store import memfile
+    from forgemem.store.model import Memory
 
     ids = {}
     for dia_id, text, when, session in turns:
@@ -142,11 +142,11 @@ def main() -> int:
     import numpy as np
     from rank_bm25 import BM25Okapi
 
-    import forgemem.engine as engine_module
-    import forgemem.index as index_module
-    import forgemem.recall as recall_module
-    from forgemem.engine import RecallEngine
-    from forgemem.recall import Query
+    import forgemem.recall.engine as engine_module
+    import forgemem.index.cache as index_module
+    import forgemem.recall.rank as recall_module
+    from forgemem.recall.engine import RecallEngine
+    from forgemem.recall.rank import Query
     from forgemem.workspace import Workspace
 
     conversations = load_conversations(args.locomo)

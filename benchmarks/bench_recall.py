@@ -67,8 +67,8 @@ def touch_one(folder: Path, rng: random.Random) -> Path:
 
 
 def bench(n: int, base: Path, st_model) -> None:
-    from forgemem.engine import RecallEngine
-    from forgemem.recall import Query
+    from forgemem.recall.engine import RecallEngine
+    from forgemem.recall.rank import Query
     from forgemem.workspace import Workspace
 
     rng = random.Random(n)
@@ -175,7 +175,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="generate stores here and reuse them on later runs")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from forgemem.embedding import SentenceTransformerEmbedder, default_model_dir
+    from forgemem.index.embedding import SentenceTransformerEmbedder, default_model_dir
 
     st_model = SentenceTransformerEmbedder(default_model_dir(), "reference").model
     print(f"forgemem bench_recall on {os.cpu_count()} cores, python {sys.version.split()[0]}")

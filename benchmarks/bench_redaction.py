@@ -83,7 +83,7 @@ def eval_texts() -> tuple[list[str], list[str]]:
         return [], []
     rows = [json.loads(line) for line in (EVAL / "capture" / "utterances.jsonl").read_text().splitlines() if line]
     utterances = [row["text"] for row in rows] + [turn["text"] for row in rows for turn in row.get("context", [])]
-    from forgemem.transcripts import Turn, detect_format, read_all
+    from forgemem.capture.transcripts import Turn, detect_format, read_all
 
     turns = []
     for path in sorted(EVAL.rglob("*")):
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print every miss and false positive")
     args = parser.parse_args()
 
-    from forgemem import secrets as new
+    from forgemem.store import redact as new
 
     versions = {f"old ({args.old_commit})": old_module(args.old_commit).redact, "new": new.redact}
     dev = yaml.safe_load((FIXTURES / "secret_shapes.yaml").read_text()) + yaml.safe_load(

@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/bench_relate.py          # everything below
     .venv/bin/python benchmarks/bench_relate.py --dev -v # TEST and CV only, with the CV errors
 
-Compares, in one run, `forgemem.classify.offline.relate` as it was before this model
+Compares, in one run, `forgemem.capture.classify.offline.relate` as it was before this model
 (cosine thresholds plus a change-of-mind regex: the baseline, copied here as
-`threshold_relate` so it stays put while offline.py changes) with `forgemem.classify.relate.relate` (the trained
+`threshold_relate` so it stays put while offline.py changes) with `forgemem.capture.classify.relate.relate` (the trained
 decision by subject) on:
 
 1. the capture corpus's TEST split (pairs.jsonl fold 0, 16 pairs; and the change-of-mind
@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import train_relate as tr  # noqa: E402
 
-from forgemem.classify import Neighbour  # noqa: E402
-from forgemem.classify import relate as rel  # noqa: E402
-from forgemem.model import Memory  # noqa: E402
+from forgemem.capture.classify import Neighbour  # noqa: E402
+from forgemem.capture.classify import relate as rel  # noqa: E402
+from forgemem.store.model import Memory  # noqa: E402
 
 ACCEPT = {
     "supersedes": {"supersedes"},

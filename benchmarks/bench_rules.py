@@ -1,4 +1,4 @@
-"""Memories read as rules: `forgemem.classify.rules.rule_text` against the capture corpus.
+"""Memories read as rules: `forgemem.capture.classify.rules.rule_text` against the capture corpus.
 
     python benchmarks/bench_rules.py [--dev] [--no-cosine]
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from capture_corpus import TEST, TRAIN, available, split, utterances  # noqa: E402
 
-from forgemem.classify.rules import rule_text  # noqa: E402
+from forgemem.capture.classify.rules import rule_text  # noqa: E402
 
 SYSTEMS = ("raw", "baseline", "new")
 
@@ -217,7 +217,7 @@ def main() -> None:
         return
     embedder = None
     if not args.no_cosine:
-        from forgemem.embedding import load_embedder
+        from forgemem.index.embedding import load_embedder
 
         embedder = load_embedder("")
     figures = {part: evaluate(rows, embedder) for part, rows in parts.items()}

@@ -47,7 +47,8 @@ class Side:
 
     def console(self) -> list[str]:
         """The console script of this version: imports it by path, as an installed script does."""
-        return [PY, "-P", "-c", "import sys; from forgemem.entry import run; sys.argv[0] = 'forgemem'; run()"]
+        entry = "forgemem.cli.entry" if (self.source / "forgemem" / "cli" / "entry.py").exists() else "forgemem.entry"
+        return [PY, "-P", "-c", f"import sys; from {entry} import run; sys.argv[0] = 'forgemem'; run()"]
 
     def run(self, args: list[str], cwd: Path, env: dict, stdin: str | None = None,
             timeout: float = 60) -> subprocess.CompletedProcess | None:

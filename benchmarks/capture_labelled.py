@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from forgemem.capture import Capturer
-from forgemem.classify import Batch
-from forgemem.engine import RecallEngine
-from forgemem.transcripts import Turn
+from forgemem.capture.capturer import Capturer
+from forgemem.capture.classify import Batch
+from forgemem.recall.engine import RecallEngine
+from forgemem.capture.transcripts import Turn
 from forgemem.workspace import Workspace, init_forge_dir
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "capture_cases.yaml"

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from capture_corpus import TRAIN, available, fold, split, utterances  # noqa: E402
 
-from forgemem.classify.learned import CATEGORIES, PATTERN_NAMES, WEIGHTS, feature_matrix  # noqa: E402
-from forgemem.classify.units import units  # noqa: E402
+from forgemem.capture.classify.learned import CATEGORIES, PATTERN_NAMES, WEIGHTS, feature_matrix  # noqa: E402
+from forgemem.capture.classify.units import units  # noqa: E402
 
 #: non-durable rows count this much more: real sessions are mostly tasks and chatter
 NEGATIVE_WEIGHT = 2.0
@@ -44,7 +44,7 @@ RATE = 0.5
 
 
 def embedder_one_thread():
-    from forgemem.embedding import OnnxEmbedder, load_embedder, model_cache_dir
+    from forgemem.index.embedding import OnnxEmbedder, load_embedder, model_cache_dir
 
     loaded = load_embedder("")
     onnx = model_cache_dir() / loaded.id.split("@")[1] / "model.onnx"

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import capture_corpus as corpus  # noqa: E402
 
-from forgemem.classify import relate as rel  # noqa: E402
+from forgemem.capture.classify import relate as rel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRA = ROOT / "tests" / "fixtures" / "relate_extra.jsonl"
@@ -99,12 +99,7 @@ def heldout_records() -> list[dict]:
 
 def embedder():
     """all-MiniLM-L6-v2 on one thread (the same vectors on every run)."""
-    from forgemem.embedding import (
-        OnnxEmbedder,
-        fingerprint,
-        load_embedder,
-        model_cache_dir,
-    )
+    from forgemem.index.embedding import OnnxEmbedder, fingerprint, load_embedder, model_cache_dir
 
     loaded = load_embedder("")
     if isinstance(loaded, OnnxEmbedder):

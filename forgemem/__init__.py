@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 # Imported on first use, so that `import forgemem` (and the CLI's start-up) stays light.
 _EXPORTS = {
     "ForgememError": "errors", "Problem": "errors", "UsageError": "errors",
-    "Memory": "model", "Relation": "model",
+    "Memory": "store.model", "Relation": "store.model",
     "Snapshot": "workspace", "Workspace": "workspace",
 }
 

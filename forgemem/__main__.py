@@ -1,4 +1,4 @@
-from .entry import run
+from forgemem.cli.entry import run
 
 if __name__ == "__main__":  # never when a worker process re-imports this module
     run()

@@ -51,7 +51,7 @@ def command_argv() -> list[str]:
 
 def private_workdir() -> Path:
     """A folder of forgemem's own to run background processes in (never the project)."""
-    from .permissions import private_dir
+    from forgemem.permissions import private_dir
 
     folder = Path.home() / ".forge" / "cache" / "run"
     try:
@@ -72,7 +72,7 @@ def start_detached(args: list[str], log_path: Path | None = None) -> subprocess.
     Its output goes to `log_path` (a private file) or nowhere. Raises OSError
     when it cannot be started.
     """
-    from .permissions import open_private_append
+    from forgemem.permissions import open_private_append
 
     log = open_private_append(log_path) if log_path is not None else None
     try:

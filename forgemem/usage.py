@@ -19,7 +19,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .store import Store
+from forgemem.store.folder import Store
 
 ACCESS_KEEP = 100_000
 ACCESS_PRUNE_EVERY = 5_000
@@ -53,7 +53,7 @@ class Usage:
         return self._db
 
     def _open(self) -> sqlite3.Connection:
-        from .permissions import PRIVATE_FILE, make_private, private_dir
+        from forgemem.permissions import PRIVATE_FILE, make_private, private_dir
 
         try:
             private_dir(self.path.parent)

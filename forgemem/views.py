@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Memory
-from .workspace import Snapshot
+from forgemem.store.model import Memory
+from forgemem.workspace import Snapshot
 
 
 def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:

@@ -16,34 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from .config import Config, default_config_text, load_layers
-from .errors import ForgememError, Problem, UsageError, require_choice
-from .model import (
-    CATEGORIES,
-    RELATIONSHIPS,
-    RETRACTED,
-    SCOPES,
-    TRIGGERS,
-    Memory,
-    Relation,
-    new_id,
-    normalize_body,
-    utc_now,
+from forgemem.config import Config, default_config_text, load_layers
+from forgemem.errors import ForgememError, Problem, UsageError, require_choice
+from forgemem.store.model import (
+    CATEGORIES, RELATIONSHIPS, RETRACTED, SCOPES, TRIGGERS, Memory, Relation, new_id, normalize_body, utc_now,
 )
-from .store import (
-    FORGE_DIR,
-    GITIGNORE_TEXT,
-    MEMORY_DIR,
-    Store,
-    find_repo_memory_dir,
-    find_repo_root,
-    user_memory_dir,
+from forgemem.store.folder import (
+    FORGE_DIR, GITIGNORE_TEXT, MEMORY_DIR, Store, find_repo_memory_dir, find_repo_root, user_memory_dir,
 )
 
 if TYPE_CHECKING:  # the rest is imported where it is used: the CLI's start-up stays light
-    from .graph import MemoryGraph
-    from .index import StoreIndex
-    from .usage import Usage
+    from forgemem.store.graph import MemoryGraph
+    from forgemem.index.cache import StoreIndex
+    from forgemem.usage import Usage
 
 
 @dataclass
@@ -135,7 +120,7 @@ class Workspace:
 
     def indexes(self) -> dict[str, StoreIndex]:
         """The cache of each store that exists (an in-memory one where the cache folder is unwritable)."""
-        from .index import StoreIndex
+        from forgemem.index.cache import StoreIndex
 
         if self._indexes is None:
             self._indexes = {}
@@ -156,7 +141,7 @@ class Workspace:
 
     def usage(self) -> dict[str, Usage]:
         """Each existing store's usage data (recalls, feedback): kept outside the rebuildable cache."""
-        from .usage import Usage
+        from forgemem.usage import Usage
 
         if self._usage is None:
             self._usage = {scope: Usage(store) for scope, store in self.stores.items() if store.exists()}
@@ -178,7 +163,7 @@ class Workspace:
         With `cache`, unchanged files come from the store's cache instead of being
         read and parsed again; without it every file is parsed (what `validate` does).
         """
-        from . import memfile
+        from forgemem.store import memfile
 
         memories: list[Memory] = []
         problems: list[Problem] = []
@@ -212,8 +197,8 @@ class Workspace:
     @staticmethod
     def assemble(memories: list[Memory], problems: list[Problem]) -> Snapshot:
         """Drop duplicate ids (the first file wins), build the graph, add its problems."""
-        from .graph import MemoryGraph
-        from .validate import graph_problems
+        from forgemem.store.graph import MemoryGraph
+        from forgemem.store.validate import graph_problems
 
         unique, duplicates = _split_duplicates(memories)
         graph = MemoryGraph(unique)
@@ -228,7 +213,7 @@ class Workspace:
         capture sends data, which key it uses, which model is loaded), for as
         long as its bytes stay the same.
         """
-        from .config import USER_ONLY, read_config_file, set_trust
+        from forgemem.config import USER_ONLY, read_config_file, set_trust
 
         repo = self.store("repo")
         path = repo.config_path
@@ -267,8 +252,8 @@ class Workspace:
         memories (version = highest predecessor's + 1); the old files are
         never touched. Scope and category default to the predecessor's.
         """
-        from . import memfile
-        from .secrets import redact, redact_value
+        from forgemem.store import memfile
+        from forgemem.store.redact import redact, redact_value
 
         snap = snapshot or self.load()
         old = [snap.resolve(ref) for ref in supersedes]
@@ -329,7 +314,7 @@ class Workspace:
 
     def link(self, source_ref: str, target_ref: str, relationship: str) -> tuple[Memory, Memory]:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
-        from . import memfile
+        from forgemem.store import memfile
 
         require_choice("relationship", relationship, RELATIONSHIPS)
         snap = self.load()

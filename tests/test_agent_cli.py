@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import hooks
-from forgemem.capture import Capturer, make_classifier
-from forgemem.classify import agent_cli
-from forgemem.classify.agent_cli import ClaudeCLIClassifier, CodexCLIClassifier
-from forgemem.classify.llm import ANSWER_SCHEMA, SYSTEM_PROMPT
-from forgemem.classify.offline import OfflineClassifier
-from forgemem.engine import RecallEngine
+from forgemem.agents import hooks
+from forgemem.capture.capturer import Capturer, make_classifier
+from forgemem.capture.classify import agent_cli
+from forgemem.capture.classify.agent_cli import ClaudeCLIClassifier, CodexCLIClassifier
+from forgemem.capture.classify.llm import ANSWER_SCHEMA, SYSTEM_PROMPT
+from forgemem.capture.classify.offline import OfflineClassifier
+from forgemem.recall.engine import RecallEngine
 from forgemem.errors import ConfigError
 from forgemem.workspace import Workspace, init_forge_dir
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgemem import memfile
-from forgemem.capture import Capturer
-from forgemem.classify import Batch, Classification, Proposal
-from forgemem.classify.offline import OfflineClassifier, explicit_subject, match
-from forgemem.engine import RecallEngine
-from forgemem.transcripts import Turn, read_all
+from forgemem.store import memfile
+from forgemem.capture.capturer import Capturer
+from forgemem.capture.classify import Batch, Classification, Proposal
+from forgemem.capture.classify.offline import OfflineClassifier, explicit_subject, match
+from forgemem.recall.engine import RecallEngine
+from forgemem.capture.transcripts import Turn, read_all
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import snapshot_bytes
@@ -219,7 +219,7 @@ def test_no_secret_from_the_corpus_reaches_a_memory_file(capturer, workspace):
 
 
 def test_detect_secrets_catches_what_the_patterns_do_not():
-    from forgemem.secrets import redact
+    from forgemem.store.redact import redact
 
     # an Artifactory API key: no pattern of ours knows this shape, detect-secrets does
     key = "AKCp8" + "k2Lm9Qx7Rt4Vw1Zy3Bn6Cd8Ef0Gh2Jk5Mn7Pq9St1Uv3Wx5Yz7Ab9Cd1Ef3Gh5Jk7Mn9Pq1St3Uv5"

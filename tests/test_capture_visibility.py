@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import announce, hooks, memfile
-from forgemem.capture import Capturer
-from forgemem.context import CLOSE, OPEN
-from forgemem.engine import RecallEngine
-from forgemem.observer import Observer, ObserverState, state_path
+from forgemem.capture import announce
+from forgemem.agents import hooks
+from forgemem.store import memfile
+from forgemem.capture.capturer import Capturer
+from forgemem.recall.context import CLOSE, OPEN
+from forgemem.recall.engine import RecallEngine
+from forgemem.capture.observer import Observer, ObserverState, state_path
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import git, make_memory
@@ -72,7 +74,7 @@ def independent_count(text: str) -> int:
     """Tokens by the packaged tokenizer file, counted apart from forgemem's code."""
     from tokenizers import Tokenizer
 
-    from forgemem.embedding import resolve_model_dir
+    from forgemem.index.embedding import resolve_model_dir
 
     tokenizer = Tokenizer.from_file(str(resolve_model_dir("") / "tokenizer.json"))
     tokenizer.no_truncation()
@@ -121,7 +123,7 @@ class FixedClassifier:
         self.decisions = decisions
 
     def classify(self, batch, neighbours):
-        from forgemem.classify import Classification, Proposal
+        from forgemem.capture.classify import Classification, Proposal
 
         proposals = [Proposal(t.text, *self.decisions[t.text], quote=t.text, turn=t)
                      for t in batch.human_turns() if t.text in self.decisions]
@@ -130,7 +132,7 @@ class FixedClassifier:
 
 def record_memories(workspace: Workspace, memories) -> Path:
     """Announcement rows as a finished pass leaves them (through ObserverState.finish)."""
-    from forgemem.capture import PassResult
+    from forgemem.capture.capturer import PassResult
 
     state = ObserverState(state_path(workspace))
     conn = state.connection
@@ -236,7 +238,7 @@ def test_the_notice_follows_the_context_block_short_and_fenced(project, workspac
 
 
 def test_a_notice_goes_out_when_nothing_is_relevant_and_when_recall_fails(project, workspace, monkeypatch):
-    from forgemem import server
+    from forgemem.recall import server
 
     record_memories(workspace, [make_memory("Use ruff for linting.")])
     answer = hook(project, "hi")  # nothing relevant: no recall block, the notice alone

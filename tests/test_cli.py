@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import memfile
+from forgemem.store import memfile
 
 from .conftest import SAMPLES, snapshot_bytes
 

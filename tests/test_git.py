@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import memfile
-from forgemem.engine import RecallEngine
-from forgemem.recall import Query
+from forgemem.store import memfile
+from forgemem.recall.engine import RecallEngine
+from forgemem.recall.rank import Query
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import HashEmbedder, git
@@ -92,9 +92,9 @@ def test_review_explains_a_memory_diff(cli, repo, real_embedder):
 
 
 def test_proposed_memories_wait_for_review(cli, repo, real_embedder):
-    from forgemem.capture import Capturer
-    from forgemem.classify import Batch
-    from forgemem.transcripts import Turn
+    from forgemem.capture.capturer import Capturer
+    from forgemem.capture.classify import Batch
+    from forgemem.capture.transcripts import Turn
 
     (repo / ".forge/config.yaml").write_text("memory:\n  capture_review: true\n")
     ws = Workspace.open(cwd=repo)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forgemem.graph import MemoryGraph
+from forgemem.store.graph import MemoryGraph
 
 from .conftest import make_memory
 

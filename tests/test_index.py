@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import memfile
-from forgemem.index import StoreIndex
-from forgemem.store import Store
+from forgemem.store import memfile
+from forgemem.index.cache import StoreIndex
+from forgemem.store.folder import Store
 
 from .conftest import HashEmbedder, make_memory, write_memory
 
@@ -240,8 +240,8 @@ def test_long_lived_engine_applies_changes_written_by_another_process(store):
     """The recall server's engine only reads what changed since its last look."""
     import numpy as np
 
-    from forgemem.engine import RecallEngine
-    from forgemem.recall import Query
+    from forgemem.recall.engine import RecallEngine
+    from forgemem.recall.rank import Query
     from forgemem.workspace import Workspace
 
     paths = fill(store, 6)
@@ -280,7 +280,7 @@ def test_long_lived_engine_applies_changes_written_by_another_process(store):
 
 def test_watcher_limits_refresh_to_the_files_that_changed(store):
     """The recall server's watcher: real watchdog events, only changed files re-read."""
-    from forgemem.engine import RecallEngine
+    from forgemem.recall.engine import RecallEngine
     from forgemem.workspace import Workspace
 
     paths = fill(store, 4)
@@ -315,7 +315,7 @@ def test_watcher_limits_refresh_to_the_files_that_changed(store):
 
 
 def test_watched_engine_does_not_walk_the_store_when_nothing_happened(store, monkeypatch):
-    from forgemem.engine import RecallEngine
+    from forgemem.recall.engine import RecallEngine
     from forgemem.workspace import Workspace
 
     fill(store, 3)
@@ -341,7 +341,7 @@ def test_parallel_parsing_gives_the_same_reads_in_the_same_order(store, monkeypa
     """Large batches are parsed in worker processes; the result must not differ."""
     import shutil
 
-    import forgemem.store as store_module
+    import forgemem.store.folder as store_module
 
     from .conftest import BAD_FILES
 
@@ -360,7 +360,7 @@ def test_parallel_parsing_gives_the_same_reads_in_the_same_order(store, monkeypa
 
 def test_long_lived_engine_applies_a_batch_larger_than_one_query_chunk(store):
     """Hundreds of files changed at once: the FAISS index is patched in chunks, none lost."""
-    from forgemem.engine import RecallEngine
+    from forgemem.recall.engine import RecallEngine
     from forgemem.workspace import Workspace
 
     fill(store, 3)

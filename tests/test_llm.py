@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import memfile
-from forgemem.capture import Capturer, make_classifier
-from forgemem.classify import llm
-from forgemem.classify.llm import LLMClassifier
-from forgemem.engine import RecallEngine
+from forgemem.store import memfile
+from forgemem.capture.capturer import Capturer, make_classifier
+from forgemem.capture.classify import llm
+from forgemem.capture.classify.llm import LLMClassifier
+from forgemem.recall.engine import RecallEngine
 from forgemem.errors import ConfigError
 from forgemem.workspace import Workspace, init_forge_dir
 

@@ -14,7 +14,7 @@ mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mcp import Client  # noqa: E402
 
-from forgemem.mcp_server import build_server  # noqa: E402
+from forgemem.agents.mcp import build_server  # noqa: E402
 from forgemem.workspace import Workspace  # noqa: E402
 
 

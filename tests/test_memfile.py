@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgemem import memfile
+from forgemem.store import memfile
 from forgemem.errors import ForgememError
-from forgemem.model import CATEGORIES, RELATIONSHIPS, SCOPES, TRIGGERS, Memory, Relation
+from forgemem.store.model import CATEGORIES, RELATIONSHIPS, SCOPES, TRIGGERS, Memory, Relation
 
 from .conftest import make_memory
 
@@ -153,7 +153,7 @@ def memories(draw):
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(memories())
 def test_round_trip_is_exact_for_arbitrary_memories(memory):
-    from forgemem.model import normalize_body
+    from forgemem.store.model import normalize_body
 
     if not normalize_body(memory.body):
         with pytest.raises(ForgememError):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.capture import Capturer
-from forgemem.classify import Classification
-from forgemem.engine import RecallEngine
-from forgemem.observer import CADENCE_BUDGET, Observer, ObserverState, claude_code_folder, state_path
+from forgemem.capture.capturer import Capturer
+from forgemem.capture.classify import Classification
+from forgemem.recall.engine import RecallEngine
+from forgemem.capture.observer import CADENCE_BUDGET, Observer, ObserverState, claude_code_folder, state_path
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import git
@@ -134,7 +134,7 @@ def test_explicit_compaction_from_a_hook(workspace, capturer, tmp_path):
     transcript.write_text(exchange("Our convention is conventional commits with feat: and fix: prefixes."))
     observer = Observer(workspace, [transcript], cadence=10, capturer=capturer)
     assert observer.once(compaction=True) == (2, 1)  # a compaction ends the answer in progress too
-    from forgemem import memfile
+    from forgemem.store import memfile
 
     [path] = memory_files(workspace)
     assert memfile.read_file(path).trigger == "compaction"
@@ -304,7 +304,7 @@ def test_two_observers_share_the_work_without_doing_it_twice(workspace, capturer
 
 
 def test_a_pass_left_running_by_a_dead_observer_runs_again(workspace, capturer, tmp_path, monkeypatch):
-    from forgemem import observer as observer_module
+    from forgemem.capture import observer as observer_module
 
     transcript = tmp_path / "session.jsonl"
     transcript.write_text(exchange("Never commit secrets to the repo.", n=1))

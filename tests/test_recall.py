@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from forgemem.engine import RecallEngine
-from forgemem.recall import Query
+from forgemem.recall.engine import RecallEngine
+from forgemem.recall.rank import Query
 from forgemem.workspace import Workspace
 
 from .conftest import SAMPLES, make_memory, write_memory
@@ -32,7 +32,7 @@ def engine(samples, real_embedder):
 
 
 def test_onnx_vectors_match_sentence_transformers(real_embedder, model_cache):
-    from forgemem.embedding import PROBE_SENTENCES, SentenceTransformerEmbedder, default_model_dir
+    from forgemem.index.embedding import PROBE_SENTENCES, SentenceTransformerEmbedder, default_model_dir
 
     texts = ["How do I run the tests?", "Berth availability is computed live.", *PROBE_SENTENCES]
     onnx = real_embedder.encode(texts)

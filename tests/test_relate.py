@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from forgemem.classify import relate as rel
-from forgemem.classify.relate import Candidate, relate
+from forgemem.capture.classify import relate as rel
+from forgemem.capture.classify.relate import Candidate, relate
 
 POETRY = "Use poetry for dependency management."
 #: the six phrasings of "we move from poetry to uv" (said, the rule a memory will hold)

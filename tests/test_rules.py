@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.classify.rules import rule_text
+from forgemem.capture.classify.rules import rule_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,7 +170,7 @@ def test_the_task_and_the_venting_riding_along_go():
 def test_secrets_pass_through_untouched_so_redaction_still_finds_them():
     import yaml
 
-    from forgemem.secrets import redact
+    from forgemem.store.redact import redact
 
     rows = yaml.safe_load((ROOT / "tests" / "fixtures" / "secrets_corpus.yaml").read_text(encoding="utf-8"))
     assert len(rows) >= 30

@@ -141,8 +141,8 @@ def test_console_script_and_module_entry_point_run_on_the_samples():
 
 def test_large_store_is_parsed_by_worker_processes_through_the_module_entry_point(tmp_path):
     """2,000+ files take the multi-process path; `python -m forgemem` must survive it."""
-    from forgemem import memfile
-    from forgemem.store import PARALLEL_FROM
+    from forgemem.store import memfile
+    from forgemem.store.folder import PARALLEL_FROM
 
     from .conftest import make_memory
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.transcripts import Compaction, Turn, detect_format, read_all, read_new
+from forgemem.capture.transcripts import Compaction, Turn, detect_format, read_all, read_new
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "transcripts"

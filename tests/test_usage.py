@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from forgemem import usage as usage_module
-from forgemem.store import Store
+from forgemem.store.folder import Store
 from forgemem.usage import Usage
 from forgemem.workspace import Workspace
 

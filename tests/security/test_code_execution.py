@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from forgemem import memfile
-from forgemem.store import PARALLEL_FROM
+from forgemem.store import memfile
+from forgemem.store.folder import PARALLEL_FROM
 
 from ..conftest import make_memory
 from .conftest import claude_transcript, fire, forgemem_processes, passes_done, plant_package, wait_for
@@ -80,7 +80,8 @@ def test_parsing_workers_never_import_from_the_working_folder(project, tmp_path)
 
 
 def test_a_background_start_runs_outside_the_project_with_a_safe_path(project, monkeypatch, tmp_path):
-    from forgemem import hooks, spawn
+    from forgemem.agents import hooks
+    from forgemem import spawn
 
     started = []
     monkeypatch.setattr(spawn.subprocess, "Popen", lambda argv, **kw: started.append((argv, kw)))

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import install, spawn
-from forgemem.model import normalize_body
+from forgemem.agents import install
+from forgemem import spawn
+from forgemem.store.model import normalize_body
 from forgemem.workspace import Workspace
 
 from ..conftest import git
@@ -83,7 +84,7 @@ def test_claude_code_hooks_take_hostile_text_as_data(cli, project, hostile_forge
 
 
 def test_slash_answers_every_command_through_the_hook(project, monkeypatch):
-    from forgemem import hooks
+    from forgemem.agents import hooks
 
     monkeypatch.chdir(project)
     event = {"hook_event_name": "UserPromptSubmit", "cwd": str(project), "session_id": "s"}

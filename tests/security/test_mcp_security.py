@@ -21,15 +21,10 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mcp import Client  # noqa: E402
 
-from forgemem.mcp_server import (  # noqa: E402
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    MAX_MESSAGE_BYTES,
-    PARSE_ERROR,
-    build_server,
-    check_message,
+from forgemem.agents.mcp import (
+    INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR, build_server, check_message,
 )
-from forgemem.store import Store  # noqa: E402
+from forgemem.store.folder import Store  # noqa: E402
 from forgemem.workspace import Workspace  # noqa: E402
 
 USER_MEMORY = "25f9dbc7"  # in-tests-use-pytest-mark-parametrize (user scope)

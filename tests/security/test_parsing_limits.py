@@ -56,7 +56,7 @@ POISONS = {
 
 
 def poison_file(folder: Path, name: str, extra: str) -> Path:
-    from forgemem.model import new_id
+    from forgemem.store.model import new_id
 
     path = folder / "project-conventions" / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,7 @@ def test_the_poisoned_files_are_problems_with_path_and_line(poisoned):
 
 
 def test_a_poisoned_store_does_not_stall_the_server_for_another_store(poisoned, tmp_path):
-    from forgemem import server
+    from forgemem.recall import server
 
     repo, user, good, paths = poisoned
     clean = tmp_path / "clean" / ".forge" / "memory"

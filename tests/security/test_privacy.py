@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from forgemem.capture import provenance_path
-from forgemem.observer import claude_code_folder
+from forgemem.capture.capturer import provenance_path
+from forgemem.capture.observer import claude_code_folder
 
 from ..conftest import git
 from .conftest import claude_transcript

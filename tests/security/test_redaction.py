@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgemem.secrets import redact, redact_value
+from forgemem.store.redact import redact, redact_value
 from forgemem.workspace import Workspace, init_forge_dir
 
 HERE = Path(__file__).resolve().parent
@@ -232,7 +232,7 @@ def test_capture_utterances_are_redacted_only_where_they_hold_a_secret():
 
 @real
 def test_real_transcript_turns_are_redacted_only_where_they_hold_a_secret():
-    from forgemem.transcripts import Turn, detect_format, read_all
+    from forgemem.capture.transcripts import Turn, detect_format, read_all
 
     turns = []
     for path in sorted(EVAL.rglob("*")):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from forgemem import __version__, server
+from forgemem import __version__
+from forgemem.recall import server
 
 from ..conftest import SAMPLES
 

@@ -1,0 +1,703 @@
+"""The observer: watch transcripts, count exchanges, fire capture passes.
+
+State lives in `observer.sqlite` in the cache (never in memory files):
+
+- `transcripts`: per file its format, (device, inode), byte offset, parser
+  state, human turns seen and the count at the last cadence pass — so a
+  restart never re-reads a byte or re-captures an exchange;
+- `arc`: the turns since the last compaction (the "goal arc" a compaction
+  pass reads), capped at ARC_TURNS;
+- `passes`: every pass with its own copy of the turns it covers, pending
+  until the worker has run it, then its result and cost.
+
+Reading and classifying are separate: `poll` reads and records passes (fast,
+on the watching thread); a worker thread with a bounded queue runs them, one
+at a time, so a slow or failing classifier never blocks reading and one
+transcript's passes never run concurrently. `run_pending` runs them inline
+(what `forgemem observe --once` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from forgemem.capture.classify import Batch
+from forgemem.capture.transcripts import (
+    FORMATS, Compaction, Turn, detect_format, flush, read_new, storable_state,
+)
+
+if TYPE_CHECKING:
+    from forgemem.capture.capturer import Capturer, PassResult
+    from forgemem.workspace import Workspace
+
+STATE_NAME = "observer.sqlite"
+ARC_TURNS = 400  # turns of the current goal arc kept for a compaction pass
+CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
+QUEUE_SIZE = 4  # passes waiting in memory for the worker; the rest wait in the database
+MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
+STALE_SECONDS = 900  # a pass "running" this long belongs to an observer that died: run it again
+LAST_WRITES = 10  # memories `--status` lists under its last writes
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one pass may hand to a classifier: the newest turns that fit."""
+
+    turns: int
+    chars: int
+
+
+CADENCE_BUDGET = Budget(turns=40, chars=16_000)
+COMPACTION_BUDGET = Budget(turns=120, chars=48_000)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS transcripts (
+    path TEXT PRIMARY KEY,
+    format TEXT NOT NULL,
+    device INTEGER, inode INTEGER,
+    offset INTEGER NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT '{}',
+    humans INTEGER NOT NULL DEFAULT 0,
+    humans_at_pass INTEGER NOT NULL DEFAULT 0,
+    next_turn INTEGER NOT NULL DEFAULT 0,
+    compactions INTEGER NOT NULL DEFAULT 0,
+    updated REAL
+);
+CREATE TABLE IF NOT EXISTS arc (
+    path TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (path, turn)
+);
+CREATE TABLE IF NOT EXISTS passes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    session TEXT,
+    turns TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '[]',
+    status TEXT NOT NULL DEFAULT 'pending',
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    classifier TEXT,
+    chars_sent INTEGER,
+    seconds REAL,
+    written TEXT,
+    skipped INTEGER,
+    notes TEXT,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS passes_pending ON passes (status, id);
+"""
+
+
+def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
+    """Where Claude Code keeps this project's sessions: ~/.claude/projects/<path with - for / and .>."""
+    home = home or Path.home()
+    return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(repo_root.resolve()))
+
+
+def state_path(workspace: Workspace) -> Path:
+    """The observer's database: in the repo cache when there is a repo store, else the user's."""
+    store = workspace.stores.get("repo") or workspace.stores["user"]
+    return store.cache_dir / STATE_NAME
+
+
+def _turn_to_json(turn: Turn) -> dict:
+    """A turn as the state keeps it: cut to MAX_TURN_CHARS and with secrets redacted (nothing
+    raw from a transcript is ever stored, not even in the cache)."""
+    from forgemem.store.redact import redact
+
+    data = turn.to_dict()
+    text = data["text"]
+    if len(text) > MAX_TURN_CHARS:  # redacted a little past the cut, so a secret across it is seen whole
+        text = redact(text[: MAX_TURN_CHARS + 512])[0][:MAX_TURN_CHARS] + " …"
+    else:
+        text = redact(text)[0]
+    data["text"] = text
+    return data
+
+
+def _unchanged(row: sqlite3.Row, identity: tuple[int, int], seen: tuple[int, int]) -> bool:
+    """The file is the one read last time, with the same size and modification time."""
+    return (row["device"], row["inode"]) == identity and (row["size"], row["mtime_ns"]) == seen
+
+
+def _fit(turns: list[dict], budget: Budget) -> list[dict]:
+    """The newest turns within the budget (whole turns; at least the newest human one)."""
+    kept: list[dict] = []
+    chars = 0
+    for turn in reversed(turns):
+        if len(kept) >= budget.turns or (kept and chars + len(turn["text"]) > budget.chars):
+            break
+        kept.append(turn)
+        chars += len(turn["text"])
+    return list(reversed(kept))
+
+
+class ObserverState:
+    """The observer's SQLite database (one connection per thread)."""
+
+    def __init__(self, path: Path):
+        from forgemem.permissions import PRIVATE_FILE, make_private, private_dir
+
+        self.path = path
+        private_dir(path.parent)
+        gitignore = path.parent / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("*\n", encoding="utf-8")
+        if not path.exists():  # created private: it holds conversation text (redacted, but still)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+        make_private(path)
+        self._local = threading.local()
+        self.connection.executescript(_SCHEMA)
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def transcript(self, path: str) -> sqlite3.Row | None:
+        return self.connection.execute("SELECT * FROM transcripts WHERE path = ?", (path,)).fetchone()
+
+    def transcripts(self) -> list[sqlite3.Row]:
+        return self.connection.execute("SELECT * FROM transcripts ORDER BY path").fetchall()
+
+    def pending(self, limit: int = 1000) -> list[sqlite3.Row]:
+        """Passes waiting to run (and any left "running" by an observer that died), oldest first."""
+        return self.connection.execute(
+            "SELECT * FROM passes WHERE status = 'pending' OR (status = 'running' AND started < ?)"
+            " ORDER BY id LIMIT ?",
+            (time.time() - STALE_SECONDS, limit),
+        ).fetchall()
+
+    def passes(self, path: str | None = None, limit: int = 20) -> list[sqlite3.Row]:
+        if path is None:
+            sql, args = "SELECT * FROM passes ORDER BY id DESC LIMIT ?", (limit,)
+        else:
+            sql, args = "SELECT * FROM passes WHERE path = ? ORDER BY id DESC LIMIT ?", (path, limit)
+        return self.connection.execute(sql, args).fetchall()
+
+    def claim(self, pass_id: int) -> bool:
+        """Take a pending pass for this process; False if another observer has it, or has one of
+        the same transcript running (one transcript's passes never run at the same time)."""
+        now = time.time()
+        cursor = self.connection.execute(
+            "UPDATE passes SET status = 'running', started = ? WHERE id = ?"
+            " AND (status = 'pending' OR (status = 'running' AND started < ?))"
+            " AND NOT EXISTS (SELECT 1 FROM passes AS other WHERE other.path = passes.path"
+            " AND other.id != passes.id AND other.status = 'running' AND other.started >= ?)",
+            (now, pass_id, now - STALE_SECONDS, now - STALE_SECONDS),
+        )
+        return cursor.rowcount == 1
+
+    def finish(self, pass_id: int, result: PassResult | None, error: str | None = None) -> None:
+        from forgemem.store.redact import redact
+
+        if result is None:
+            self.connection.execute(
+                "UPDATE passes SET status = 'failed', finished = ?, error = ? WHERE id = ?",
+                (time.time(), redact(error or "")[0], pass_id),
+            )
+            return
+        conn = self.connection
+        conn.execute("BEGIN IMMEDIATE")  # the result and its announcements are stored together
+        try:
+            conn.execute(
+                "UPDATE passes SET status = 'done', finished = ?, classifier = ?, chars_sent = ?, seconds = ?,"
+                " written = ?, skipped = ?, notes = ?, turns = '[]', context = '[]' WHERE id = ?",
+                (
+                    time.time(),
+                    result.classifier,
+                    result.chars_sent,
+                    result.seconds,
+                    json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
+                                for m in result.written]),
+                    len(result.skipped),
+                    json.dumps([redact(note)[0] for note in result.notes]),
+                    pass_id,
+                ),
+            )
+            if result.written:  # the next prompt says what was saved, once (forgemem.announce)
+                from forgemem.capture.announce import record
+
+                row = conn.execute("SELECT path FROM passes WHERE id = ?", (pass_id,)).fetchone()
+                record(conn, pass_id, row["path"] if row else None, result.written)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+class Observer:
+    """Reads transcripts incrementally and records capture passes as they fall due."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        targets: Iterable[Path] = (),
+        fmt: str | None = None,
+        cadence: int | None = None,
+        state: ObserverState | None = None,
+        capturer: Capturer | None = None,
+    ):
+        if fmt is not None and fmt not in FORMATS:
+            from forgemem.errors import UsageError
+
+            raise UsageError(f"unknown transcript format {fmt!r} (known: {', '.join(FORMATS)})")
+        self.workspace = workspace
+        self.targets = [Path(t).expanduser().absolute() for t in targets]
+        self.fmt = fmt
+        self.cadence = cadence or workspace.config.cadence_turns
+        self.state = state or ObserverState(state_path(workspace))
+        self._capturer = capturer
+        self._not_transcripts: dict[Path, tuple[int, int]] = {}  # files seen not to be one: (size, mtime)
+
+    # ------------------------------------------------------------ finding transcripts
+
+    def transcripts(self) -> list[Path]:
+        """Every transcript file under the targets (folders are searched recursively)."""
+        found: list[Path] = []
+        for target in self.targets:
+            if target.is_dir():
+                for path in sorted(target.rglob("*")):
+                    if path.suffix not in (".jsonl", ".json", ".md") or not path.is_file():
+                        continue
+                    try:
+                        stat = path.stat()
+                    except OSError:
+                        continue
+                    seen = (stat.st_size, stat.st_mtime_ns)
+                    if self._not_transcripts.get(path) == seen:
+                        continue  # not detected last time and unchanged since: not read again
+                    if self.format_of(path):
+                        found.append(path)
+                    else:
+                        self._not_transcripts[path] = seen
+            elif target.is_file():
+                found.append(target)
+        return found
+
+    def format_of(self, path: Path) -> str | None:
+        row = self.state.transcript(str(path))
+        if row is not None:
+            return row["format"]
+        return self.fmt or detect_format(path)
+
+    # ------------------------------------------------------------ reading
+
+    def poll(self, path: Path, compaction: bool = False, final: bool = False) -> int:
+        """Read what is new in one transcript; record passes that fall due. Returns turns read.
+
+        With `compaction`, a compaction pass is recorded after reading even if
+        the transcript itself shows none (the hook or caller knows better).
+        With `final` (a session ended), the human turns short of the cadence
+        get a cadence pass too.
+        """
+        key = str(path)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return 0
+        identity, seen = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
+        row = self.state.transcript(key)
+        if row is not None and not (compaction or final) and _unchanged(row, identity, seen):
+            return 0  # the common case on a rescan: no write lock taken
+        conn = self.state.connection
+        conn.execute("BEGIN IMMEDIATE")  # two observers (say, two hooks) take turns per transcript
+        try:
+            read = self._poll_locked(path, key, identity, seen, compaction, final)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return read
+
+    def _poll_locked(
+        self, path: Path, key: str, identity: tuple[int, int], seen: tuple[int, int], compaction: bool, final: bool
+    ) -> int:
+        size, mtime_ns = seen
+        conn = self.state.connection
+        row = self.state.transcript(key)
+        if row is None:
+            fmt = self.format_of(path)
+            if fmt is None:
+                return 0
+            self._reset(key, fmt, identity)
+            row = self.state.transcript(key)
+        rotated = (row["device"], row["inode"]) != identity or size < row["offset"]
+        if rotated and row["format"] != "gemini":
+            self._reset(key, row["format"], identity)
+            row = self.state.transcript(key)
+        if not (compaction or final) and _unchanged(row, identity, seen):
+            return 0  # another observer read it while this one waited for the lock
+        result = read_new(path, row["format"], row["offset"], json.loads(row["state"]))
+        if compaction or final:  # the caller knows the turn in progress is complete
+            result.events += flush(path, row["format"], result.state)
+        humans, humans_at_pass = row["humans"], row["humans_at_pass"]
+        compactions = row["compactions"]
+        read = 0
+        for event in result.events:
+            if isinstance(event, Compaction):
+                self._record_pass(key, "compaction", event.session_id)
+                conn.execute("DELETE FROM arc WHERE path = ?", (key,))
+                humans_at_pass = humans
+                compactions += 1
+                continue
+            read += 1
+            conn.execute(
+                "INSERT OR REPLACE INTO arc (path, turn, data) VALUES (?, ?, ?)",
+                (key, event.index, json.dumps(_turn_to_json(event))),
+            )
+            if event.role == "user":
+                humans += 1
+                if humans - humans_at_pass >= self.cadence:
+                    self._record_pass(key, "cadence", event.session_id, humans - humans_at_pass)
+                    humans_at_pass = humans
+        if final and humans > humans_at_pass and not compaction:
+            self._record_pass(key, "cadence", result.state.get("session"), humans - humans_at_pass)
+            humans_at_pass = humans
+        if compaction:
+            self._record_pass(key, "compaction", result.state.get("session"))
+            conn.execute("DELETE FROM arc WHERE path = ?", (key,))
+            humans_at_pass = humans
+            compactions += 1
+        conn.execute(
+            "DELETE FROM arc WHERE path = ? AND turn < ?", (key, result.state.get("turns", 0) - ARC_TURNS)
+        )
+        conn.execute(
+            "UPDATE transcripts SET device = ?, inode = ?, offset = ?, size = ?, mtime_ns = ?, state = ?,"
+            " humans = ?, humans_at_pass = ?, compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
+            (
+                identity[0],
+                identity[1],
+                result.offset,
+                size,
+                mtime_ns,
+                json.dumps(storable_state(result.state)),
+                humans,
+                humans_at_pass,
+                compactions,
+                result.state.get("turns", 0),
+                time.time(),
+                key,
+            ),
+        )
+        return read
+
+    def _reset(self, key: str, fmt: str, identity: tuple[int, int]) -> None:
+        conn = self.state.connection
+        conn.execute("DELETE FROM arc WHERE path = ?", (key,))
+        conn.execute(
+            "INSERT OR REPLACE INTO transcripts (path, format, device, inode, updated) VALUES (?, ?, ?, ?, ?)",
+            (key, fmt, identity[0], identity[1], time.time()),
+        )
+
+    def _record_pass(self, key: str, trigger: str, session: str | None, new_humans: int = 0) -> None:
+        """A pending pass with its own copy of the turns.
+
+        A cadence pass covers the turns from the first of its `new_humans`
+        human turns on (with CONTEXT_TURNS before it as context); a compaction
+        pass covers the whole arc since the previous compaction. Both are cut
+        to their budget, newest turns first.
+        """
+        conn = self.state.connection
+        turns = [json.loads(r[0]) for r in conn.execute("SELECT data FROM arc WHERE path = ? ORDER BY turn", (key,))]
+        context: list[dict] = []
+        if trigger == "cadence":
+            users = [i for i, t in enumerate(turns) if t["role"] == "user"]
+            start = users[max(0, len(users) - new_humans)] if users and new_humans else len(turns)
+            context = turns[max(0, start - CONTEXT_TURNS) : start]
+            turns = _fit(turns[start:], CADENCE_BUDGET)
+        else:
+            turns = _fit(turns, COMPACTION_BUDGET)
+        if not any(t["role"] == "user" for t in turns):
+            return
+        conn.execute(
+            "INSERT INTO passes (path, trigger, session, turns, context, created) VALUES (?, ?, ?, ?, ?, ?)",
+            (key, trigger, session, json.dumps(turns), json.dumps(context), time.time()),
+        )
+
+    # ------------------------------------------------------------ running passes
+
+    @property
+    def capturer(self) -> Capturer:
+        if self._capturer is None:
+            from forgemem.capture.capturer import Capturer
+
+            self._capturer = Capturer(self.workspace)
+        return self._capturer
+
+    def run_pass(self, row: sqlite3.Row) -> PassResult | None:
+        """Run one recorded pass, claimed by this process, and store its result.
+
+        A failure is stored (see `status`), not raised.
+        """
+        turns = [Turn(**t) for t in json.loads(row["turns"])]
+        context = [Turn(**t) for t in json.loads(row["context"])]
+        batch = Batch(turns, row["trigger"], row["session"], row["path"], context=context)
+        try:
+            result = self.capturer.run(batch)
+        except Exception as exc:  # noqa: BLE001 - recorded for --status, the loop goes on
+            self.state.finish(row["id"], None, f"{type(exc).__name__}: {exc}")
+            return None
+        self.state.finish(row["id"], result)
+        return result
+
+    def run_pending(self, on_result: Callable[[sqlite3.Row, PassResult | None], None] | None = None) -> int:
+        """Run every pending pass in order, inline. Returns how many ran."""
+        count = 0
+        for row in self.state.pending():
+            if not self.state.claim(row["id"]):
+                continue  # another observer runs it
+            result = self.run_pass(row)
+            count += 1
+            if on_result:
+                on_result(row, result)
+        return count
+
+    def once(self, compaction: bool = False, final: bool = False, on_result=None) -> tuple[int, int]:
+        """Read every transcript, run what fell due; (turns read, passes run)."""
+        read = sum(self.poll(path, compaction=compaction, final=final) for path in self.transcripts())
+        return read, self.run_pending(on_result)
+
+    # ------------------------------------------------------------ watching
+
+    def _wanted(self, path: Path) -> bool:
+        for target in self.targets:
+            if path == target:
+                return True
+            if target.is_dir() and target in path.parents and path.suffix in (".jsonl", ".json", ".md"):
+                return True
+        return False
+
+    def watch(
+        self,
+        stop: threading.Event,
+        on_result: Callable[[sqlite3.Row, PassResult | None], None] | None = None,
+        rescan_seconds: float = 5.0,
+        ready: threading.Event | None = None,
+    ) -> None:
+        """Watch the targets until `stop` is set: read on every change, classify on the worker.
+
+        watchdog reports appends, new files and renames (log rotation); a full
+        rescan every `rescan_seconds` catches anything an event missed.
+        """
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer as WatchdogObserver
+
+        dirty: set[Path] = set()
+        lock = threading.Lock()
+        wake = threading.Event()
+        work: queue.Queue[int | None] = queue.Queue(maxsize=QUEUE_SIZE)
+        queued: set[int] = set()
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(handler, event):  # noqa: N805 - watchdog's signature
+                for raw in (event.src_path, getattr(event, "dest_path", None)):
+                    if raw:
+                        path = Path(os.fsdecode(raw))
+                        if self._wanted(path):
+                            with lock:
+                                dirty.add(path)
+                            wake.set()
+
+        def worker() -> None:
+            try:
+                self.capturer.engine.refresh()  # load the model and index before the first pass needs them
+            except Exception:  # noqa: BLE001 - the pass itself will record what is wrong
+                pass
+            while True:
+                pass_id = work.get()
+                if pass_id is None:
+                    return
+                row = self.state.connection.execute("SELECT * FROM passes WHERE id = ?", (pass_id,)).fetchone()
+                ran = row is not None and self.state.claim(pass_id)
+                if ran:
+                    result = self.run_pass(row)
+                    if on_result:
+                        on_result(row, result)
+                with lock:
+                    queued.discard(pass_id)
+                if ran:
+                    wake.set()  # more may be waiting; a pass another observer holds waits for the next tick
+
+        watcher = WatchdogObserver()
+        for target in self.targets:
+            folder = target if target.is_dir() else target.parent
+            if folder.is_dir():
+                watcher.schedule(Handler(), str(folder), recursive=target.is_dir())
+        watcher.start()
+        thread = threading.Thread(target=worker, name="forgemem-classifier", daemon=True)
+        thread.start()
+        last_scan = 0.0
+        try:
+            if ready is not None:
+                ready.set()
+            while not stop.is_set():
+                now = time.monotonic()
+                if now - last_scan >= rescan_seconds:
+                    paths = set(self.transcripts())
+                    last_scan = now
+                else:
+                    paths = set()
+                with lock:
+                    paths |= dirty
+                    dirty.clear()
+                for path in sorted(paths):
+                    if path.is_file():
+                        self.poll(path)
+                for row in self.state.pending(limit=QUEUE_SIZE * 4):
+                    with lock:
+                        if row["id"] in queued:
+                            continue
+                    try:
+                        work.put_nowait(row["id"])
+                    except queue.Full:
+                        break  # it waits in the database; reading goes on
+                    with lock:
+                        queued.add(row["id"])
+                wake.wait(timeout=min(rescan_seconds, 1.0))
+                wake.clear()
+        finally:
+            watcher.stop()
+            watcher.join(timeout=5)
+            # let a running pass finish; passes still queued stay pending for next time
+            while True:
+                try:
+                    work.get_nowait()
+                except queue.Empty:
+                    break
+            work.put(None)
+            thread.join(timeout=60)
+
+    # ------------------------------------------------------------ status
+
+    def status(self) -> dict:
+        """What is watched, how far each transcript was read, pending passes, recent results and cost."""
+        rows = self.state.transcripts()
+        wanted = {str(p) for p in self.transcripts()} if self.targets else None
+        transcripts = []
+        for row in rows:
+            if wanted is not None and row["path"] not in wanted:
+                continue
+            passes = self.state.passes(row["path"], limit=5)
+            counts = dict(
+                self.state.connection.execute(
+                    "SELECT status, COUNT(*) FROM passes WHERE path = ? GROUP BY status", (row["path"],)
+                ).fetchall()
+            )
+            cost = self.state.connection.execute(
+                "SELECT COALESCE(SUM(chars_sent), 0), COALESCE(SUM(seconds), 0) FROM passes WHERE path = ?",
+                (row["path"],),
+            ).fetchone()
+            try:
+                size = os.stat(row["path"]).st_size
+            except OSError:
+                size = None
+            transcripts.append(
+                {
+                    "path": row["path"],
+                    "format": row["format"],
+                    "offset": row["offset"],
+                    "size": size,
+                    "exchanges": row["humans"],
+                    "since_last_pass": row["humans"] - row["humans_at_pass"],
+                    "compactions": row["compactions"],
+                    "passes": {k: counts.get(k, 0) for k in ("pending", "running", "done", "failed")},
+                    "chars_sent": cost[0],
+                    "classifier_seconds": round(cost[1], 3),
+                    "recent": [_pass_summary(p) for p in passes],
+                }
+            )
+        return {
+            "state": str(self.state.path),
+            "cadence_turns": self.cadence,
+            "targets": [str(t) for t in self.targets],
+            "transcripts": transcripts,
+            "writes": self.last_writes(),
+        }
+
+    def last_writes(self, limit: int = LAST_WRITES) -> list[dict]:
+        """The newest memories capture wrote, across every transcript of this state, newest first:
+        when, from which transcript, the memory (id, scope, category, first words), whether a
+        prompt has announced it yet (None: written before announcements were kept)."""
+        from forgemem.capture.announce import first_words
+
+        conn = self.state.connection
+        writes: list[dict] = []
+        rows = conn.execute(
+            "SELECT id, path, finished, written FROM passes WHERE status = 'done' AND written IS NOT NULL"
+            " AND written != '[]' ORDER BY id DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        for row in rows:
+            for memory in reversed(json.loads(row["written"])):
+                writes.append({
+                    "time": _utc(row["finished"]),
+                    "transcript": Path(row["path"]).name,
+                    "path": row["path"],
+                    "pass": row["id"],
+                    "id": memory["id"],
+                    "scope": memory["scope"],
+                    "category": memory["category"],
+                    "text": first_words(memory["text"]),
+                })
+        writes = writes[:limit]
+        announced: dict[str, float | None] = {}
+        if writes:
+            marks = ", ".join("?" * len(writes))
+            try:
+                announced = dict(conn.execute(
+                    f"SELECT memory, announced FROM announcements WHERE memory IN ({marks})",
+                    [w["id"] for w in writes],
+                ).fetchall())
+            except sqlite3.OperationalError:  # no announcements table yet
+                pass
+        for write in writes:
+            write["announced"] = (announced[write["id"]] is not None) if write["id"] in announced else None
+        return writes
+
+
+def _pass_summary(row: sqlite3.Row) -> dict:
+    written = json.loads(row["written"]) if row["written"] else []
+    return {
+        "id": row["id"],
+        "trigger": row["trigger"],
+        "status": row["status"],
+        "finished": _utc(row["finished"]),
+        "classifier": row["classifier"],
+        "written": written,
+        "skipped": row["skipped"],
+        "chars_sent": row["chars_sent"],
+        "seconds": round(row["seconds"], 3) if row["seconds"] is not None else None,
+        "error": row["error"],
+        "notes": json.loads(row["notes"]) if row["notes"] else [],
+    }
+
+
+def _utc(stamp: float | None) -> str | None:
+    """A stored time as forgemem writes times: UTC, ISO-8601, seconds, `Z`."""
+    if stamp is None:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

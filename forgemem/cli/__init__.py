@@ -1,0 +1,3 @@
+"""The `forgemem` command: each command parses, calls one library function, prints. Nothing 
+imports it.
+"""

@@ -1,0 +1,29 @@
+"""The `forgemem` console script.
+
+`forgemem hook claude-code` runs on every prompt an agent sends, so it skips
+the CLI framework (typer and rich cost about 60 ms to import); everything else
+goes to `forgemem.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def run() -> None:
+    from forgemem.spawn import enter_safe_mode
+
+    enter_safe_mode()  # no Python process forgemem starts imports from the folder it runs in
+    if sys.argv[1:] == ["hook", "claude-code"]:
+        import os
+
+        from forgemem.agents.hooks import main_claude_code
+
+        code = main_claude_code()
+        # A recall given up on (over hook_timeout_ms) may still be running native code (ONNX
+        # Runtime, FAISS) on its thread; tearing the interpreter down under it can abort the
+        # process ("terminate called without an active exception"). Nothing is left to save.
+        os._exit(code)
+    from forgemem.cli.main import run as cli_run
+
+    cli_run()

@@ -1,0 +1,111 @@
+"""Stale memories: those that name repository paths or code symbols that moved on.
+
+A memory that mentions a backticked path (`harbor/booking/service.py`,
+`db/migrations/`) or a code symbol (`GitTemporaryDirectory`,
+`harbor.clock.now`) is flagged when
+
+- the path no longer exists in the working tree;
+- the file changed a lot since the memory was written: lines added plus
+  removed since its `created_at` (git log --numstat) are at least
+  CHANGED_SHARE of the file's current length (and at least MIN_CHANGED lines);
+- the symbol appears nowhere in the tracked files (git grep).
+
+Only repo-scope memories are checked (user memories speak of other projects too).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from forgemem.store.model import Memory, format_timestamp
+
+CHANGED_SHARE = 0.5
+MIN_CHANGED = 10
+_BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
+_PATHLIKE = re.compile(r"^[\w.\-]+(?:/[\w.\-]*)+$|^[\w\-]+\.(?:py|md|toml|ya?ml|json|js|ts|tsx|go|rs|rb|sh|cfg|ini|txt|sql|html|css)$")
+_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
+
+
+@dataclass
+class Finding:
+    memory: Memory
+    kind: str  # missing-path | changed-file | missing-symbol
+    name: str
+    detail: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.memory.id, "kind": self.kind, "name": self.name, "detail": self.detail}
+
+
+def mentions(body: str) -> tuple[list[str], list[str]]:
+    """(paths, symbols) named in backticks."""
+    paths, symbols = [], []
+    for raw in _BACKTICKED.findall(body):
+        token = raw.strip()
+        if " " in token or any(c in token for c in "<>*$~{}[]|") or "://" in token:
+            continue
+        token = re.sub(r":\d+$", "", token)
+        if _PATHLIKE.match(token):
+            paths.append(token)
+        elif _SYMBOL.match(token):
+            name = token.removesuffix("()")
+            last = name.split(".")[-1]
+            code_like = "_" in last or re.search(r"[a-z][A-Z]|^[A-Z][a-z]+[A-Z]", last)
+            if code_like and len(last) >= 4:
+                symbols.append(last)
+    return list(dict.fromkeys(paths)), list(dict.fromkeys(symbols))
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    from forgemem.git.review import git_argv
+
+    return subprocess.run(git_argv(*args), cwd=root, capture_output=True, text=True)
+
+
+def changed_lines_since(root: Path, path: str, since: str) -> int:
+    done = _git(root, "log", "--no-textconv", "--no-ext-diff", f"--since={since}", "--numstat", "--format=", "--", path)
+    total = 0
+    for line in done.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            total += int(parts[0]) + int(parts[1])
+    return total
+
+
+def find_stale(memories: list[Memory], root: Path) -> list[Finding]:
+    findings: list[Finding] = []
+    symbol_found: dict[str, bool] = {}
+    for memory in memories:
+        if memory.scope != "repo" or memory.retracted:
+            continue
+        paths, symbols = mentions(memory.body)
+        for name in paths:
+            target = root / name.rstrip("/")
+            if not target.exists():
+                findings.append(Finding(memory, "missing-path", name, f"`{name}` no longer exists"))
+                continue
+            if target.is_file():
+                since = format_timestamp(memory.created_at + timedelta(seconds=1))  # --since is inclusive
+                changed = changed_lines_since(root, name, since)
+                try:
+                    length = sum(1 for _ in target.open("rb"))
+                except OSError:
+                    continue
+                if changed >= MIN_CHANGED and changed >= CHANGED_SHARE * max(length, 1):
+                    findings.append(Finding(
+                        memory, "changed-file", name,
+                        f"`{name}` changed a lot since the memory was written "
+                        f"({changed} lines added or removed; {length} lines now)",
+                    ))
+        for name in symbols:
+            if name not in symbol_found:
+                # the memory files themselves do not count as a mention
+                found = _git(root, "grep", "-q", "-w", "-F", "-e", name, "--", ".", ":(exclude).forge")
+                symbol_found[name] = found.returncode == 0
+            if not symbol_found[name]:
+                findings.append(Finding(memory, "missing-symbol", name, f"`{name}` appears nowhere in the repository"))
+    return findings

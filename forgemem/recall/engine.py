@@ -1,0 +1,298 @@
+"""The recall engine: a workspace's indexes, its embedder and a loaded snapshot.
+
+One engine answers many queries without paying start-up again: `refresh()`
+brings every store's cache up to date (cheap when nothing changed) and reloads
+the snapshot only when a store's generation moved; `recall()` runs one query.
+The CLI's batch mode and the recall server keep one engine for their lifetime.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
+from forgemem.store.graph import MemoryGraph
+from forgemem.index.cache import RefreshReport, StoreIndex
+from forgemem.store.model import Memory
+from forgemem.recall.rank import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
+from forgemem.workspace import Snapshot, Workspace
+
+#: With a watcher, a full stat-based check still runs at least this often, in
+#: case the file system dropped an event (network file systems, overflow).
+FULL_CHECK_SECONDS = 30.0
+
+
+@dataclass
+class RecallResult:
+    query: Query
+    hits: list[Hit]
+    lexical_only: bool
+    notes: list[str] = field(default_factory=list)
+
+    def to_dicts(self) -> list[dict]:
+        return [h.to_dict() for h in self.hits]
+
+
+class RecallEngine:
+    def __init__(
+        self,
+        workspace: Workspace,
+        use_embeddings: bool = True,
+        on_notice: Callable[[str], None] | None = None,
+        embedder=None,
+    ):
+        self.workspace = workspace
+        self.use_embeddings = use_embeddings
+        self.notice = on_notice or (lambda message: None)
+        self._embedder = embedder if use_embeddings else None
+        self._embedder_error: str | None = None
+        self._snapshot: Snapshot | None = None
+        self._generations: dict[str, int] = {}
+        self._rows: dict[tuple[str, int], Memory] = {}
+        self._problems: dict[str, list] = {}
+        self._watcher: StoreWatcher | None = None
+        self._last_full_check = 0.0
+
+    # ------------------------------------------------------------ parts
+
+    @property
+    def embedder(self):
+        """The embedder, loaded on first use; None (with a reason) when unavailable."""
+        if self._embedder is None and self._embedder_error is None and self.use_embeddings:
+            try:
+                self._embedder = load_embedder(self.workspace.config.embedding_model, on_export=self.notice)
+            except EmbeddingUnavailable as exc:
+                self._embedder_error = str(exc)
+        return self._embedder
+
+    @property
+    def lexical_only_reason(self) -> str | None:
+        if not self.use_embeddings:
+            return "embeddings are switched off"
+        return self._embedder_error
+
+    def indexes(self) -> dict[str, StoreIndex]:
+        return self.workspace.indexes()
+
+    # ------------------------------------------------------------ refresh
+
+    def refresh(
+        self, progress=None, embed: bool = True, only: dict[str, list[str]] | None = None
+    ) -> dict[str, RefreshReport]:
+        """Bring every store's cache up to date; update the snapshot if anything moved.
+
+        `only` maps a scope to the files (relative to its store) known to have
+        changed; without it every file's mtime and size is checked.
+        """
+        embedder = self.embedder if embed else None
+        reports = {}
+        for scope, index in self.indexes().items():
+            limit = None if only is None else only.get(scope, [])
+            reports[scope] = index.refresh(embedder, progress=progress, only=limit)
+        generations = {scope: index.generation() for scope, index in self.indexes().items()}
+        if self._snapshot is None or set(generations) != set(self._generations):
+            self._load_snapshot()
+        elif generations != self._generations:
+            self._update_snapshot(generations)
+        self._generations = generations
+        return reports
+
+    def watch(self) -> None:
+        """Watch the memory folders (watchdog) so `refresh_if_changed` can skip the stat walk."""
+        folders = [s.memory_dir for s in self.workspace.stores.values()]
+        self._watcher = StoreWatcher(folders)
+
+    def refresh_if_changed(self) -> bool:
+        """Refresh what the watcher saw change; a full check at least every FULL_CHECK_SECONDS.
+
+        Returns whether the snapshot changed.
+        """
+        before = self._snapshot
+        watcher = self._watcher
+        now = time.monotonic()
+        full, paths = watcher.take() if watcher is not None else (True, set())
+        if full or now - self._last_full_check >= FULL_CHECK_SECONDS:
+            self.refresh()
+            self._last_full_check = now
+        elif paths:
+            only: dict[str, list[str]] = {}
+            for scope, store in self.workspace.stores.items():
+                prefix = str(store.memory_dir) + "/"
+                only[scope] = [p[len(prefix):] for p in paths if p.startswith(prefix)]
+            self.refresh(only=only)
+        return self._snapshot is not before
+
+    def _load_snapshot(self) -> None:
+        self._rows = {}
+        self._problems = {}
+        for scope, index in self.indexes().items():
+            for rowid, memory in index.memories():
+                self._rows[(scope, rowid)] = memory
+            self._problems[scope] = index.problems()
+        self._assemble()
+
+    def _update_snapshot(self, generations: dict[str, int]) -> None:
+        """Apply only the rows written since the generation last seen (by any process)."""
+        for scope, index in self.indexes().items():
+            if generations[scope] == self._generations.get(scope):
+                continue
+            changed, deleted = index.changes_since(self._generations[scope])
+            for rowid in deleted:
+                self._rows.pop((scope, rowid), None)
+            for rowid, memory in changed:
+                self._rows[(scope, rowid)] = memory
+            self._problems[scope] = index.problems()
+        self._assemble()
+
+    def _assemble(self) -> None:
+        order = {"repo": 0, "user": 1}
+        keys = sorted(self._rows, key=lambda k: (order.get(k[0], 2), str(self._rows[k].path)))
+        problems = [p for scope in sorted(self._problems, key=lambda s: order.get(s, 2)) for p in self._problems[scope]]
+        self._snapshot = self.workspace.assemble([self._rows[k] for k in keys], problems)
+
+    @property
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            self.refresh()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    # ------------------------------------------------------------ recall
+
+    def recall(self, query: Query, refresh: bool = True, use_priors: bool = True) -> RecallResult:
+        if refresh:
+            self.refresh()  # a corrupt cache rebuilds itself inside StoreIndex.refresh
+        snap = self.snapshot
+        graph: MemoryGraph = snap.graph
+        embedder = self.embedder
+        limit = FILTERED_CANDIDATES if query.filtered else max(CANDIDATES, query.k * 5)
+        candidates: dict[tuple[str, int], Candidate] = {}
+        vector = embedder.encode([query.text])[0] if embedder is not None else None
+        for scope, index in self.indexes().items():
+            if query.scope and scope != query.scope:
+                continue
+            for rank_, (rowid, score) in enumerate(index.lexical(query.text, limit), start=1):
+                memory = self._rows.get((scope, rowid))
+                if memory is None or memory.id not in graph.memories:
+                    continue
+                candidates[(scope, rowid)] = Candidate(memory, lexical_rank=rank_, lexical_score=score)
+            if vector is not None:
+                faiss_index = index.vector_index()
+                if faiss_index is not None and faiss_index.ntotal:
+                    self._dense(scope, faiss_index, vector, limit, candidates, graph)
+        _rank_lexical_across_scopes(candidates)
+        fused = fuse(candidates.values(), dense=vector is not None)
+        feedback: dict[str, tuple[int, int]] = {}
+        if use_priors:
+            for usage in self.workspace.usage().values():
+                try:
+                    feedback.update(usage.feedback())
+                except Exception:  # noqa: BLE001 - usage data must never fail a recall
+                    pass
+        hits = rank(fused, graph, query, use_priors=use_priors, feedback=feedback)
+        notes = []
+        if vector is None:
+            notes.append(f"lexical search only: {self.lexical_only_reason}")
+        return RecallResult(query, hits, lexical_only=vector is None, notes=notes)
+
+    def _dense(self, scope, faiss_index, vector, limit, candidates, graph) -> None:
+        import numpy as np
+
+        n = min(limit, faiss_index.ntotal)
+        scores, ids = faiss_index.search(np.asarray(vector, dtype=np.float32)[None, :], n)
+        for rank_, (score, rowid) in enumerate(zip(scores[0], ids[0], strict=True), start=1):
+            if rowid < 0:
+                continue
+            key = (scope, int(rowid))
+            memory = self._rows.get(key)
+            if memory is None or memory.id not in graph.memories:
+                continue
+            candidate = candidates.get(key)
+            if candidate is None:
+                candidate = candidates[key] = Candidate(memory)
+            candidate.dense_rank, candidate.dense_score = rank_, float(score)
+        # Lexical-only candidates still get their exact cosine, so fusion compares like with like.
+        missing = [key for key, c in candidates.items() if key[0] == scope and c.dense_score is None]
+        for key in missing:
+            try:
+                stored = faiss_index.reconstruct(key[1])
+            except RuntimeError:
+                continue
+            candidates[key].dense_score = float(np.dot(stored, vector))
+
+
+def _rank_lexical_across_scopes(candidates: dict[tuple[str, int], Candidate]) -> None:
+    """Lexical ranks are per store; renumber them over both stores by score."""
+    lexical = sorted((c for c in candidates.values() if c.lexical_score is not None), key=lambda c: -c.lexical_score)
+    for rank_, c in enumerate(lexical, start=1):
+        c.lexical_rank = rank_
+    dense = sorted((c for c in candidates.values() if c.dense_rank is not None), key=lambda c: -c.dense_score)
+    for rank_, c in enumerate(dense, start=1):
+        c.dense_rank = rank_
+
+
+class StoreWatcher:
+    """Collects the files changed under the memory folders (watchdog: inotify on Linux).
+
+    `take()` returns (full, paths): `full` when something happened that a list
+    of files cannot describe (a folder created, moved or deleted; a store that
+    appeared or vanished), otherwise the absolute paths of the changed files.
+    """
+
+    def __init__(self, folders: list[Path]):
+        from watchdog.events import DirModifiedEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        self._lock = threading.Lock()
+        self._full = True
+        self._paths: set[str] = set()
+        self.folders = folders
+        self.watched = {f for f in folders if f.is_dir()}
+        watcher = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event):
+                if isinstance(event, DirModifiedEvent) or event.event_type in ("opened", "closed_no_write"):
+                    return  # a folder's listing changed: the file events say how
+                with watcher._lock:
+                    if event.is_directory:
+                        watcher._full = True
+                        return
+                    watcher._paths.add(str(event.src_path))
+                    if getattr(event, "dest_path", ""):
+                        watcher._paths.add(str(event.dest_path))
+
+        self.observer = Observer()
+        self.observer.daemon = True
+        for folder in self.watched:
+            self.observer.schedule(Handler(), str(folder), recursive=True)
+        self.observer.start()
+
+    def take(self) -> tuple[bool, set[str]]:
+        with self._lock:
+            full, paths = self._full, self._paths
+            self._full, self._paths = False, set()
+        if {f for f in self.folders if f.is_dir()} != self.watched:
+            full = True
+        return full, paths
+
+    def stop(self) -> None:
+        self.observer.stop()
+
+
+def log_recalls(engine: RecallEngine, hits: list[dict]) -> None:
+    """Note in each store's usage data which memories a recall returned (for `forgemem stats`)."""
+    by_scope: dict[str, list[str]] = {}
+    for hit in hits:
+        by_scope.setdefault(hit["scope"], []).append(hit["id"])
+    for scope, ids in by_scope.items():
+        usage = engine.workspace.usage().get(scope)
+        if usage is not None:
+            try:
+                usage.log(ids, "recalled")
+            except Exception:  # noqa: BLE001 - usage data must never fail a recall
+                pass
