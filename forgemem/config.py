@@ -120,7 +120,7 @@ def _parse_yaml(path: Path, raw: bytes) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8") from None
-    from forgemem.store.memfile import unsafe_yaml_reason
+    from forgemem.yamlsafe import unsafe_yaml_reason
 
     reason = unsafe_yaml_reason(text)
     if reason:
@@ -277,7 +277,7 @@ def set_trust(user_path: Path, repo_path: Path, trust: bool) -> tuple[bool, str 
     Only the `trusted:` block of the user's config is rewritten; everything
     else in that file keeps its bytes (comments included).
     """
-    from forgemem.store.memfile import atomic_write_text
+    from forgemem.permissions import atomic_write_text
 
     repo_path = repo_path.resolve()
     raw = _read_bytes(repo_path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
@@ -101,3 +102,43 @@ def unsafe_stat_reason(st: os.stat_result, uid: int | None = None) -> str | None
 
 def safe_folder(path: Path) -> bool:
     return unsafe_reason(path) is None
+
+
+def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
+    """Write a file so that a crash leaves the old or the new text, never half of one.
+
+    The mode: 0600 with `private` (caches, records); otherwise an existing
+    file keeps its own, and a new one gets what the umask gives (0644 with
+    022), so teammates on a shared checkout can read memory files.
+    """
+    data = text.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if private:
+        mode = PRIVATE_FILE
+    else:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            mode = shared_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -118,7 +118,7 @@ class Plan:
     commands: list[tuple[Path, list[str]]] = field(default_factory=list)  # (cwd, argv) run after the files
 
     def apply(self) -> None:
-        from forgemem.store.memfile import atomic_write_text
+        from forgemem.permissions import atomic_write_text
 
         for change in self.changes:
             if not change.changed:

@@ -9,10 +9,7 @@ newline), so loading and saving an untouched file gives the same bytes.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-import tempfile
 import unicodedata
 from datetime import date, datetime
 from pathlib import Path
@@ -22,6 +19,8 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from forgemem.errors import ForgememError, Problem, unknown_choice
+from forgemem.permissions import atomic_write_text
+from forgemem.yamlsafe import MAX_FRONT_MATTER_CHARS, unsafe_yaml
 from forgemem.store.model import (
     CATEGORIES, MAX_FILE_BYTES, OPTIONAL_KEYS, RELATIONSHIPS, REQUIRED_KEYS, SCOPES, SUFFIX, TRIGGERS, Memory, Relation, format_timestamp, is_valid_id, normalize_body, to_utc,
 )
@@ -120,51 +119,6 @@ def parse_text(text: str, path: Path | None = None) -> Memory:
         raise MemoryFileError(problems)
     assert memory is not None
     return memory
-
-
-#: Front matter is a few hundred bytes; this much is already absurd.
-MAX_FRONT_MATTER_CHARS = 64 * 1024
-#: Nesting deeper than this is refused before parsing (the format needs 3 levels).
-MAX_YAML_DEPTH = 32
-#: Only text with one of these can hold an anchor, an alias, a complex key or deep nesting on
-#: few lines (an empty `[]` or `{}`, as every file's `related: []`, cannot).
-_MAYBE_UNSAFE = re.compile(r"(?:^|[\s\[{,:-])[&*?]|\[(?!\])|\{(?!\})|-[ \t]+-|\t", re.M)
-_OPENING = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
-            yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
-_CLOSING = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
-
-
-def unsafe_yaml(text: str, max_depth: int = MAX_YAML_DEPTH) -> tuple[str, int] | None:
-    """Why YAML text must not be parsed, and the line (None: it may be).
-
-    Anchors and aliases are refused (an alias "bomb" of a few hundred bytes
-    expands to gigabytes in whatever walks the result), and so is nesting
-    deeper than `max_depth`. Checked on the token stream, which is flat: no
-    recursion and no expansion. Text that cannot hold either is not scanned.
-    Invalid YAML is left for the parser to report.
-    """
-    if len(text) < 4096 and not _MAYBE_UNSAFE.search(text):
-        return None
-    depth = 0
-    try:
-        for token in yaml.scan(text, Loader=_Loader):
-            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
-                return "YAML anchors and aliases (&name, *name) are not allowed in forgemem files", token.start_mark.line + 1
-            if isinstance(token, _OPENING):
-                depth += 1
-                if depth > max_depth:
-                    return f"the YAML is nested more than {max_depth} levels deep", token.start_mark.line + 1
-            elif isinstance(token, _CLOSING):
-                depth -= 1
-    except yaml.YAMLError:
-        return None
-    return None
-
-
-def unsafe_yaml_reason(text: str) -> str | None:
-    """`unsafe_yaml` as one sentence (for config files)."""
-    found = unsafe_yaml(text)
-    return None if found is None else f"{found[0]} (line {found[1]})"
 
 
 def _key_lines(front: str) -> dict[str, int]:
@@ -386,48 +340,6 @@ def dumps(memory: Memory) -> str:
         width=1_000_000,
     )
     return f"---\n{front}---\n{body}\n"
-
-
-def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
-    """Write a file so that a crash leaves the old or the new text, never half of one.
-
-    The mode: 0600 with `private` (caches, records); otherwise an existing
-    file keeps its own, and a new one gets what the umask gives (0644 with
-    022), so teammates on a shared checkout can read memory files.
-    """
-    from forgemem.permissions import PRIVATE_FILE, shared_mode
-
-    data = text.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if private:
-        mode = PRIVATE_FILE
-    else:
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except OSError:
-            mode = shared_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def write_new(memory: Memory, path: Path) -> Path:

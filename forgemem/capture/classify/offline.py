@@ -389,7 +389,7 @@ class OfflineClassifier:
             proposals.append(Proposal(
                 text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit),
                 turn=turn, confidence=round(1.0 if confirm else decision.durable, 2),
-                reason=(f"a confirmation of the agent's proposal; " if confirm else f"durable {decision.durable:.2f}; ")
+                reason=("a confirmation of the agent's proposal; " if confirm else f"durable {decision.durable:.2f}; ")
                        + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
                        + (f" ({similarity:.2f})" if target else ""),
             ))

@@ -1,0 +1,124 @@
+"""Commands for agents: slash, hook, install, uninstall, mcp."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from forgemem.errors import UsageError
+
+from forgemem.cli.app import app, err, out, state, warn
+
+
+@app.command()
+def slash(line: str = typer.Argument(..., metavar='"/memory …"', help="One /memory command line.")) -> None:
+    """Run one /memory command (what agent harnesses route to forgemem); prints markdown."""
+    from forgemem.agents import slash as slash_module
+
+    workspace = state.workspace()
+    print(slash_module.run(line, workspace, search=slash_module.server_search(workspace, on_notice=warn)))
+
+
+@app.command()
+def hook(
+    agent: str = typer.Argument(..., help="claude-code or codex."),
+    payload: Optional[str] = typer.Argument(None, help="codex: the JSON Codex passes to its notify program."),
+) -> None:
+    """Handle an agent's hook event (Claude Code: JSON on stdin). Always exits 0: hooks fail open."""
+    from forgemem.agents import hooks
+
+    if agent == "claude-code":
+        hooks.main_claude_code()
+    elif agent == "codex":
+        hooks.codex(payload or "")
+    else:
+        hooks.log(f"hook for unknown agent {agent!r} ignored")
+
+
+_AGENTS = ("claude-code", "codex", "git")
+
+
+_AGENT_ARGUMENT = typer.Argument(..., help="claude-code, codex or git.")
+
+
+_USER_OPTION = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude.")
+
+
+_DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the diff; change nothing.")
+
+
+def _install_plan(agent: str, user: bool, uninstall: bool):
+    from forgemem.agents import install
+    from forgemem.store.folder import find_repo_root
+
+    if agent not in _AGENTS:
+        raise UsageError(f"unknown agent {agent!r} (known: {', '.join(_AGENTS)})")
+    if agent == "git":
+        root = find_repo_root(state.where())
+        if root is None:
+            raise UsageError("not in a git repository")
+        return (install.plan_git_uninstall if uninstall else install.plan_git_install)(root)
+    if agent == "claude-code":
+        folder = install.claude_dir(find_repo_root(state.where()), user)
+        return (install.plan_claude_code_uninstall if uninstall else install.plan_claude_code_install)(folder)
+    config = install.codex_config_path()
+    return (install.plan_codex_uninstall if uninstall else install.plan_codex_install)(config)
+
+
+def _run_plan(plan, dry_run: bool, verb: str) -> None:
+    for note in plan.notes:
+        warn(note)
+    changed = [c for c in plan.changes if c.changed]
+    if dry_run:
+        for change in changed:
+            sys.stdout.write(change.diff())
+        for _, argv in plan.commands:
+            sys.stdout.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
+        if not changed and not plan.commands:
+            err.print("nothing would change")
+        return
+    plan.apply()
+    for _, argv in plan.commands:
+        out.print(escape("ran " + " ".join(shlex.quote(a) for a in argv)))
+    for change in changed:
+        action = "removed" if change.after is None else ("created" if change.before is None else "updated")
+        out.print(f"{action} {escape(str(change.path))}")
+    if changed:
+        err.print(f"forgemem {verb}")
+
+
+@app.command()
+def install(
+    agent: str = _AGENT_ARGUMENT,
+    user: bool = _USER_OPTION,
+    dry_run: bool = _DRY_RUN_OPTION,
+) -> None:
+    """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff driver (git)."""
+    _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
+    if agent != "git":  # which classifier capture uses, and how to have the agent itself decide
+        from forgemem.capture.classify.agent_cli import install_note
+
+        warn(install_note(agent, state.workspace))
+
+
+@app.command()
+def uninstall(
+    agent: str = _AGENT_ARGUMENT,
+    user: bool = _USER_OPTION,
+    dry_run: bool = _DRY_RUN_OPTION,
+) -> None:
+    """Remove exactly what `forgemem install` added."""
+    _run_plan(_install_plan(agent, user, uninstall=True), dry_run, "uninstalled")
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the memory over the Model Context Protocol on stdio (needs `pip install forgemem[mcp]`)."""
+    from forgemem.agents.mcp import build_server
+
+    build_server(state.workspace()).run("stdio")
+

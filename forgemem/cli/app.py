@@ -1,0 +1,184 @@
+"""The `forgemem` command's shared parts: the typer app, global options, output helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from forgemem import __version__
+from forgemem.errors import UsageError
+from forgemem.workspace import Snapshot, Workspace
+
+
+app = typer.Typer(
+    name="forgemem",
+    help="Long-term memory for AI coding agents, kept as markdown files in git.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+out = Console(highlight=False, soft_wrap=True)
+
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON for scripts instead of a table.")
+
+
+class State:
+    repo_dir: Optional[Path] = None
+    user_dir: Optional[Path] = None
+    cwd: Optional[Path] = None
+    _workspace: Optional[Workspace] = None
+
+    def workspace(self) -> Workspace:
+        if self._workspace is None:
+            self._workspace = Workspace.open(cwd=self.cwd, repo_dir=self.repo_dir, user_dir=self.user_dir)
+            for message in self._workspace.warnings:
+                warn(message)
+        return self._workspace
+
+    def where(self) -> Path:
+        """The folder commands work for: `-C DIR`, else the current one."""
+        return (self.cwd or Path.cwd()).absolute()
+
+
+state = State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"forgemem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    repo_dir: Optional[Path] = typer.Option(
+        None,
+        "--repo-dir",
+        envvar="FORGEMEM_REPO_DIR",
+        help="The repo-scope memory folder itself (e.g. path/.forge/memory); default: "
+        "found by walking up from the current folder.",
+    ),
+    user_dir: Optional[Path] = typer.Option(
+        None,
+        "--user-dir",
+        envvar="FORGEMEM_USER_DIR",
+        help="The user-scope memory folder itself; default ~/.forge/memory.",
+    ),
+    cwd: Optional[Path] = typer.Option(
+        None,
+        "-C",
+        "--cwd",
+        help="Work as if started in this folder (the repo store is found from there); "
+        "the current folder is not changed.",
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    if cwd is not None and not cwd.is_dir():
+        raise UsageError(f"-C {cwd}: not a folder")
+    state.repo_dir = repo_dir
+    state.user_dir = user_dir
+    state.cwd = cwd
+    state._workspace = None
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def warn(message: str) -> None:
+    err.print(f"forgemem: {escape(message)}")
+
+
+def load() -> Snapshot:
+    snap = state.workspace().load()
+    if snap.problems:
+        warn(f"{len(snap.problems)} problem(s) in the memory files; run `forgemem validate` to see them")
+    return snap
+
+
+def show_problem(problem) -> str:
+    """A problem with its path relative to the current folder where that is shorter."""
+    text = str(problem)
+    if problem.path is not None:
+        try:
+            relative = os.path.relpath(problem.path)
+        except ValueError:
+            relative = str(problem.path)
+        if not relative.startswith(".."):
+            text = relative + text[len(str(problem.path)):]
+    return escape(text)
+
+
+def _style_scope(scope: str) -> str:
+    return "[cyan]repo[/]" if scope == "repo" else "[magenta]user[/]"
+
+
+def _repo_root() -> Path:
+    from forgemem.store.folder import find_repo_root
+
+    ws = state.workspace()
+    repo = ws.stores.get("repo")
+    start = repo.memory_dir if repo is not None else state.where()
+    root = find_repo_root(start if start.exists() else state.where())
+    if root is None:
+        raise UsageError("not in a git repository")
+    return root
+
+
+def _engine(use_embeddings: bool = True):
+    from forgemem.recall.engine import RecallEngine
+
+    engine = RecallEngine(state.workspace(), use_embeddings=use_embeddings, on_notice=warn)
+    return engine
+
+
+class _Progress:
+    """A rich progress bar for long index builds; silent for small ones and when piped."""
+
+    def __init__(self, label: str, threshold: int = 200):
+        self.label, self.threshold = label, threshold
+        self.bar = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < self.threshold or not err.is_terminal:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress(
+                f"[bold]{self.label}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                console=err, transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total)
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _refresh(engine, label: str = "embedding memories"):
+    progress = _Progress(label)
+    try:
+        return engine.refresh(progress=progress)
+    finally:
+        progress.close()

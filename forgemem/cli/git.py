@@ -1,0 +1,132 @@
+"""Commands for memory in git: review, diff-driver, consolidate."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError
+
+from forgemem.cli.app import _engine, _refresh, JSON_OPTION, _repo_root, app, emit_json, err, out, state, warn
+
+
+@app.command()
+def review(
+    rev_range: Optional[str] = typer.Argument(
+        None, metavar="[REV-RANGE]", help="A..B, A...B (from their merge base), or REV (against the working tree)."
+    ),
+    staged: bool = typer.Option(False, "--staged", help="The index against HEAD."),
+    worktree: bool = typer.Option(False, "--worktree", help="The working tree against HEAD (the default)."),
+    accept: list[str] = typer.Option([], "--accept", metavar="ID", help="Accept a proposed memory (repeatable)."),
+    reject: list[str] = typer.Option([], "--reject", metavar="ID", help="Reject (delete) a proposed memory (repeatable)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Explain the memory changes between two git states as memory changes (markdown for a PR comment).
+
+    The plain `forgemem review` (the working tree) also lists proposed memories
+    of your personal store, which is not in git; a revision range or --staged
+    never does. Exit 1 when the new side has problems or deleted memory files.
+    """
+    from forgemem.git import review as review_module
+
+    if accept or reject:
+        if rev_range or staged or worktree:
+            raise UsageError("--accept/--reject take ids only")
+        done = {"accepted": [m.id for m in review_module.accept(state.workspace(), accept)],
+                "rejected": [m.id for m in review_module.reject(state.workspace(), reject)]}
+        if as_json:
+            emit_json(done)
+        else:
+            for key, ids in done.items():
+                for memory_id in ids:
+                    out.print(f"{key} {memory_id}")
+        return
+    if worktree and (staged or rev_range):
+        raise UsageError("--worktree goes alone (it is the default)")
+    personal = [] if (rev_range or staged) else review_module.personal_proposals(state.workspace())
+    try:
+        root = _repo_root()
+    except UsageError:
+        if not personal:
+            raise
+        if as_json:  # outside git, the personal store's proposals are all there is to review
+            emit_json({"personal_proposed": [m.to_dict() for m in personal]})
+        else:
+            sys.stdout.write(review_module.render_personal(personal))
+        return
+    result = review_module.review(root, rev_range, staged)
+    result.personal = personal
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        sys.stdout.write(review_module.render_markdown(result))
+    if result.problems or result.of("deleted"):
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command("diff-driver")
+def diff_driver(path: Path = typer.Argument(..., help="The file git hands its textconv program.")) -> None:
+    """git's textconv for memory files (installed by `forgemem install git`): a readable memory."""
+    from forgemem.git.review import textconv
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ForgememError(f"cannot read {path}: {exc.strerror or exc}") from None
+    sys.stdout.write(textconv(data, str(path)))
+
+
+@app.command()
+def consolidate(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be merged; write nothing."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Merge clusters of near-duplicate or tightly related small memories (each merge supersedes its sources).
+
+    Nothing is merged across scopes or categories; a cluster with a contradiction
+    inside is shown, never merged. See docs/git.md for the thresholds.
+    """
+    from forgemem.curate import consolidate as module
+    from forgemem.git.review import word_diff_markdown
+
+    engine = _engine()
+    _refresh(engine)
+    if engine.embedder is None:
+        raise ForgememError(f"consolidation needs the embedding model: {engine.lexical_only_reason}")
+    snap = engine.snapshot
+    stored: dict[str, bytes] = {}
+    for scope, index in engine.indexes().items():
+        stored.update(index.vectors_for([m for m in snap.heads() if m.scope == scope]))
+    clusters = module.find_clusters(snap, engine.embedder, stored)
+    written = []
+    if not dry_run:
+        for cluster in clusters:
+            if not cluster.blocked_by:
+                written.append(module.apply(state.workspace(), cluster, snap))
+                snap = state.workspace().load()
+    if as_json:
+        emit_json({"clusters": [c.to_dict() for c in clusters], "written": [m.id for m in written]})
+        return
+    if not clusters:
+        out.print("nothing to consolidate")
+    for cluster in clusters:
+        out.print(f"[bold]{cluster.scope}/{cluster.category}[/]: {len(cluster.memories)} memories")
+        for reason in cluster.reasons:
+            out.print(f"  [dim]{escape(reason)}[/]")
+        for memory in cluster.memories:
+            out.print(f"  - {memory.id[4:12]} {escape(memory.body)}")
+        if cluster.blocked_by:
+            out.print("  [red]contradiction inside: not merged; resolve it with `forgemem resolve`[/]")
+            continue
+        out.print(f"  → {escape(word_diff_markdown(cluster.memories[0].body, cluster.text))}")
+    verb = "would write" if dry_run else "wrote"
+    merged = sum(1 for c in clusters if not c.blocked_by)
+    open_conflicts = len(snap.graph.contradictions())
+    if open_conflicts:
+        warn(f"{open_conflicts} unresolved contradiction(s) are left for you: `forgemem conflicts`")
+    err.print(f"{verb} {merged} merged memor{'y' if merged == 1 else 'ies'}")
+

@@ -1,0 +1,187 @@
+"""Commands that look at a whole store: graph, validate, stats."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from forgemem.errors import EXIT_PROBLEMS, UsageError
+from forgemem.store.model import Memory
+
+from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state
+
+
+def _label(memory: Memory) -> str:
+    title = memory.title if len(memory.title) <= 70 else memory.title[:67] + "..."
+    return f"{memory.short_id()} v{memory.version} [{memory.category}] {title}"
+
+
+@app.command()
+def graph(
+    memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Start here (default: all memories)."),
+    fmt: str = typer.Option("tree", "--format", "-f", help="tree, dot or json."),
+    hops: int = typer.Option(2, "--hops", help="With ID: how many edges to follow.", min=0),
+) -> None:
+    """Show memories and their typed edges as a tree, Graphviz dot or JSON."""
+    from rich.tree import Tree
+
+    if fmt not in ("tree", "dot", "json"):
+        raise UsageError(f"unknown format {fmt!r} (expected tree, dot or json)")
+    snap = load()
+    g = snap.graph
+    if memory_id:
+        root = snap.resolve(memory_id)
+        reached = g.neighbours(root.id, hops)
+        ids = [root.id, *reached]
+    else:
+        root, reached, ids = None, {}, list(g.memories)
+    if fmt == "json":
+        emit_json(g.to_json(ids))
+        return
+    if fmt == "dot":
+        keep = set(ids)
+        lines = ["digraph forgemem {", "  node [shape=box];"]
+        for i in ids:
+            lines.append(f"  {json.dumps(i)} [label={json.dumps(_label(g.memories[i]))}];")
+        for s, t, k in g.graph.edges(keys=True):
+            if s in keep and t in keep:
+                style = ', style=dashed' if k != "supersedes" else ""
+                lines.append(f"  {json.dumps(s)} -> {json.dumps(t)} [label={json.dumps(k)}{style}];")
+        lines.append("}")
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    if root is not None:
+        tree = Tree(escape(_label(root)))
+        nodes = {root.id: tree}
+        for target, path in sorted(reached.items(), key=lambda kv: len(kv[1])):
+            step = path[-1]
+            arrow = f"<-{step.type}-" if step.reverse else f"-{step.type}->"
+            nodes[target] = nodes[step.source].add(f"{arrow} {escape(_label(g.memories[target]))}")
+        out.print(tree)
+        return
+    tree = Tree("memories")
+    for scope in ("repo", "user"):
+        heads = sorted((m for m in g.heads() if m.scope == scope), key=lambda m: (m.category, m.created_at))
+        if not heads:
+            continue
+        scope_node = tree.add(_style_scope(scope))
+        by_category: dict[str, Tree] = {}
+        for head in heads:
+            cat = by_category.get(head.category) or scope_node.add(head.category)
+            by_category[head.category] = cat
+            node = cat.add(escape(_label(head)))
+            for older in reversed(g.history(head.id)[:-1]):
+                node.add(f"[dim]supersedes {escape(_label(older))}[/]")
+            for relation in head.related:
+                target = g.memories.get(relation.id)
+                name = _label(target) if target else f"{relation.id} (missing)"
+                node.add(f"-{relation.relationship}-> {escape(name)}")
+    out.print(tree)
+
+
+@app.command()
+def validate(
+    paths: list[Path] = typer.Argument(None, help="Files or folders to check (default: both stores)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Check memory files; exit 1 if anything is wrong (usable as a pre-commit hook)."""
+    paths = paths or []
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path} does not exist")
+    snap = state.workspace().load(extra_paths=paths, cache=False)
+    problems = snap.problems
+    if paths:
+        wanted = [p.resolve() for p in paths]
+        problems = [
+            p
+            for p in problems
+            if p.path is not None
+            and any(p.path.resolve() == w or w in p.path.resolve().parents for w in wanted)
+        ]
+    checked = len(snap.memories) + len({p.path for p in snap.problems if p.memory_id is None})
+    if as_json:
+        emit_json({"ok": not problems, "files_checked": checked, "problems": [p.to_dict() for p in problems]})
+    else:
+        for problem in problems:
+            out.print(show_problem(problem))
+        if problems:
+            err.print(f"forgemem: {len(problems)} problem(s) found")
+        else:
+            out.print(f"ok: {checked} memory files, no problems")
+    if problems:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command()
+def stats(as_json: bool = JSON_OPTION) -> None:
+    """Counts by scope and category, chains, conflicts and problems, and a health view: never recalled,
+    marked wrong, low confidence, old, stale, growth over time from git history."""
+    snap = state.workspace().load()
+    g = snap.graph
+    heads = snap.heads()
+    counts: dict[str, dict[str, int]] = {}
+    for m in heads:
+        counts.setdefault(m.scope, {}).setdefault(m.category, 0)
+        counts[m.scope][m.category] += 1
+    chains = g.chains()
+    data = {
+        "stores": {s: str(store.memory_dir) for s, store in state.workspace().stores.items()},
+        "files": len(snap.memories),
+        "current": len(heads),
+        "by_scope_and_category": counts,
+        "chains": len(chains),
+        "longest_chain": max((len(c) for c in chains), default=0),
+        "retracted": sum(1 for m in g.heads() if m.retracted),
+        "conflicts": [[e.source, e.target] for e in g.contradictions()],
+        "forks": len(g.forks()),
+        "problems": len(snap.problems),
+    }
+    from forgemem.curate.health import health
+    from forgemem.store.folder import find_repo_root
+
+    repo = state.workspace().stores.get("repo")
+    root = find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None
+    data["health"] = health(state.workspace(), snap, root)
+    if as_json:
+        emit_json(data)
+        return
+    from rich.table import Table
+
+    table = Table("scope", "category", "current", box=None, pad_edge=False)
+    for scope, cats in sorted(counts.items()):
+        for cat, n in sorted(cats.items()):
+            table.add_row(scope, cat, str(n))
+    out.print(table)
+    out.print(
+        f"{data['files']} files, {data['current']} current memories, {data['chains']} version chains "
+        f"(longest {data['longest_chain']}), {data['retracted']} retracted"
+    )
+    for a, b in data["conflicts"]:
+        out.print(f"[yellow]conflict:[/] {a} contradicts {b}")
+    out.print(f"{data['forks']} forks, {data['problems']} problems")
+    h = data["health"]
+    table = Table("health", "memories", "for example", box=None, pad_edge=False, title="health")
+    for key, label in (("never_recalled", "never recalled"), ("marked_wrong", "marked wrong (feedback)"),
+                       ("low_confidence", "low confidence (< 0.5)"), ("old", "not updated in a year"),
+                       ("stale", "stale (`forgemem doctor`)")):
+        ids = h[key]
+        table.add_row(label, str(len(ids)), " ".join(i[4:12] for i in ids[:4]) + (" …" if len(ids) > 4 else ""))
+    table.add_row("conflicts and forks", str(h["conflicts"]), "`forgemem conflicts`" if h["conflicts"] else "")
+    table.add_row("version chains", str(h["chains"]), "")
+    if h["most_recalled"]:
+        table.add_row("most recalled", str(h["most_recalled"][0][1]),
+                      " ".join(f"{i[4:12]}×{n}" for i, n in h["most_recalled"][:4]))
+    out.print(table)
+    if h["growth"]:
+        peak = max(g["added"] for g in h["growth"])
+        out.print("[bold]growth[/] (memory files added per month, from git history)")
+        for g in h["growth"][-12:]:
+            bar = "█" * max(1, round(20 * g["added"] / peak))
+            out.print(f"  {g['month']}  {bar} {g['added']}")
+

@@ -1,0 +1,309 @@
+"""Commands that find memories: recall, context, index, doctor, serve, conflicts, feedback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
+from forgemem.store.model import CATEGORIES
+from forgemem.views import conflicts_json
+
+from forgemem.cli.app import _engine, _refresh, JSON_OPTION, _style_scope, app, emit_json, err, load, out, state, warn
+
+
+
+
+
+
+
+
+def _print_hits(hits: list[dict], explain: bool) -> None:
+    if not hits:
+        out.print("no matching memories")
+        return
+    for n, hit in enumerate(hits, start=1):
+        flags = ""
+        if hit["superseded_by"]:
+            flags += f" [yellow](superseded by {', '.join(x[4:12] for x in hit['superseded_by'])})[/]"
+        if hit["conflicts"]:
+            flags += " [red]CONFLICT[/]"
+        if hit.get("status") == "proposed":
+            flags += " [magenta](proposed: not reviewed yet)[/]"
+        out.print(
+            f"[bold]{n:>2}. {hit['id'][4:12]}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "
+            f"v{hit['version']}  [dim]score {hit['score']:.3f}[/]{flags}"
+        )
+        for line in hit["content"].splitlines() or [""]:
+            out.print(f"    {escape(line)}")
+        if hit["via"] and not explain:
+            out.print(f"    [dim]via {escape(_describe_via(hit['via']))}[/]")
+        if hit["conflicts"]:
+            out.print(f"    [red]contradicted by {', '.join(hit['conflicts'])}: resolve it with a new version[/]")
+        if explain:
+            e = hit["explain"]
+            lexical = f"bm25 {e['lexical_score']:.2f}" if e["lexical_score"] is not None else "no word match"
+            dense = f"cosine {e['dense_score']:.3f}" if e["dense_score"] is not None else "no vector"
+            parts = [
+                f"lexical rank {e['lexical_rank'] or '-'} ({lexical})",
+                f"dense rank {e['dense_rank'] or '-'} ({dense})",
+                f"fused {e['fused']:.3f}",
+            ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()]
+            out.print(f"    [dim]why: {escape(e['why'])}[/]")
+            out.print(f"    [dim]{escape(' · '.join(parts))}[/]")
+            out.print(f"    [dim]{escape(hit['path'] or '')}[/]")
+
+
+def _describe_via(via: list[dict]) -> str:
+    from forgemem.store.graph import Step
+
+    return ", ".join(Step(s["from"], s["relationship"], s["to"], s["reverse"]).describe() for s in via)
+
+
+def _read_queries(source: str) -> list[dict]:
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    queries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{source}:{number}: not a JSON line ({exc.msg})") from None
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            raise UsageError(f'{source}:{number}: each line needs {{"id": ..., "query": "..."}}')
+        k = item.get("k", 1)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise UsageError(f'{source}:{number}: "k" must be a whole number from 1 up, not {k!r}')
+        queries.append(item)
+    return queries
+
+
+@app.command()
+def recall(
+    query: Optional[str] = typer.Argument(None, help="What you want to remember (omit with --queries)."),
+    k: Optional[int] = typer.Option(None, "-k", "--top", min=1, help="How many results (default: retrieval_top_k)."),
+    scope: str = typer.Option("all", "--scope", "-s", help="repo, user or all."),
+    category: Optional[str] = typer.Option(None, "--category", "-c", help="Only this category."),
+    tag: list[str] = typer.Option([], "--tag", help="Only memories with this tag (repeatable)."),
+    hops: Optional[int] = typer.Option(None, "--hops", min=0, max=5, help="Follow typed edges this far (default: retrieval_hop_depth)."),
+    history: bool = typer.Option(False, "--history", help="Return old versions too, not only heads."),
+    explain: bool = typer.Option(False, "--explain", help="Show why each memory matched."),
+    queries: Optional[str] = typer.Option(None, "--queries", help='Batch: a file (or -) of JSON lines {"id", "query"}; writes JSON lines {"id", "results"}.'),
+    lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the embedding model."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Find the memories that matter for a question (hybrid lexical + semantic search)."""
+    if scope not in ("repo", "user", "all"):
+        raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
+    if category:
+        require_choice("category", category, CATEGORIES)
+    if (query is None) == (queries is None):
+        raise UsageError("give either a QUERY or --queries FILE")
+    config = state.workspace().config
+    base = dict(
+        k=k or config.retrieval_top_k,
+        scope=None if scope == "all" else scope,
+        category=category,
+        tags=list(tag),
+        hops=config.retrieval_hop_depth if hops is None else hops,
+        history=history,
+    )
+    from forgemem.recall import server
+
+    batch = _read_queries(queries) if queries is not None else None
+    items = batch if batch is not None else [{"id": None, "query": query}]
+    ws = state.workspace()
+    request = {
+        "op": "recall",
+        "stores": server.store_dirs(ws),
+        "use_embeddings": not lexical_only,
+        "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"])} for item in items],
+    }
+    # A running server answers in milliseconds; otherwise do the work here (with a
+    # progress bar for a long first build) and start a server for the next call.
+    answer = server.answer(request, prepare=_refresh, use_server=batch is None, on_notice=warn)
+    if not answer["ok"]:
+        raise ForgememError(answer["error"])
+    for note in answer["notes"]:
+        if note not in ws.warnings:  # those were said when the workspace opened
+            warn(note)
+    if batch is not None:
+        for item, hits in zip(batch, answer["results"], strict=True):
+            sys.stdout.write(json.dumps({"id": item.get("id"), "results": hits}, ensure_ascii=False) + "\n")
+        return
+    hits = answer["results"][0]
+    if as_json:
+        emit_json({
+            "query": query, "lexical_only": answer["lexical_only"], "notes": answer["notes"],
+            "served_by": answer.get("served_by"), "results": hits,
+        })
+        return
+    _print_hits(hits, explain)
+
+
+@app.command()
+def index(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Throw the caches away and build them again."),
+    status: bool = typer.Option(False, "--status", help="Show what is stale and why, without changing anything."),
+    lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the embedding model."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Bring the search index up to date with the memory files."""
+    engine = _engine(use_embeddings=not lexical_only)
+    indexes = engine.indexes()
+    if status:
+        embedder = engine.embedder
+        data = [i.status(embedder).to_dict() for i in indexes.values()]
+        if as_json:
+            emit_json({"stores": data, "embedder": getattr(embedder, "id", None), "lexical_only_reason": engine.lexical_only_reason})
+            return
+        for st in data:
+            out.print(f"[bold]{st['scope']}[/] {st['database']}")
+            out.print(f"  {st['files']} files, {st['memories']} memories, {st['vectors']} vectors ({st['embedder'] or 'no embedder'})")
+            out.print("  up to date" if not st["stale"] else "  stale:")
+            for line in st["stale"]:
+                out.print(f"    {escape(line)}")
+        return
+    if rebuild:
+        for i in indexes.values():
+            i.destroy()
+    reports = _refresh(engine)
+    if engine.lexical_only_reason and not lexical_only:
+        warn(f"lexical search only: {engine.lexical_only_reason}")
+    if as_json:
+        emit_json({scope: r.to_dict() for scope, r in reports.items()})
+        return
+    for scope, r in reports.items():
+        out.print(
+            f"{scope}: {r.files} files; {r.added} added, {r.changed} changed, {r.deleted} deleted, "
+            f"{r.embedded} embedded" + (f" ({r.rebuilt_reason})" if r.rebuilt_reason else "")
+        )
+
+
+@app.command()
+def doctor(as_json: bool = JSON_OPTION) -> None:
+    """Check the index against the memory files (rebuilding a cache that disagrees), and flag stale
+    memories: paths they name that are gone or changed a lot since, symbols no longer in the code."""
+    engine = _engine()
+    results = {}
+    for scope, i in engine.indexes().items():
+        try:
+            i.refresh(engine.embedder)
+            found = i.check()
+        except Exception as exc:  # a broken cache of any kind is what doctor is for
+            found = [f"the cache cannot be read ({type(exc).__name__}: {exc})"]
+        fixed = False
+        if found:
+            i.destroy()
+            _refresh(engine, f"rebuilding the {scope} index")
+            fixed = not i.check()
+        results[scope] = {"disagreements": found, "rebuilt": bool(found), "ok_after": fixed or not found}
+    from forgemem.curate.stale import find_stale
+    from forgemem.store.folder import find_repo_root
+
+    repo = state.workspace().stores.get("repo")
+    root = find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None
+    stale = find_stale(engine.snapshot.heads(), root) if root is not None else []
+    if as_json:
+        emit_json({**results, "stale": [f.to_dict() for f in stale]})
+    else:
+        for scope, r in results.items():
+            if not r["disagreements"]:
+                out.print(f"{scope}: index agrees with the files")
+                continue
+            for line in r["disagreements"]:
+                out.print(f"{scope}: {escape(line)}")
+            out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
+        for finding in stale:
+            out.print(f"[yellow]stale[/] {finding.memory.id[4:12]}: {escape(finding.detail)} — "
+                      f"{escape(finding.memory.title[:80])}")
+        if root is not None and not stale:
+            out.print("no stale memories (paths and symbols they name still exist)")
+    if not all(r["ok_after"] for r in results.values()):
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command()
+def serve(
+    idle_timeout: float = typer.Option(900, "--idle-timeout", help="Exit after this many seconds without a request."),
+    stop_: bool = typer.Option(False, "--stop", help="Stop the running server."),
+    status: bool = typer.Option(False, "--status", help="Say whether a server is running."),
+) -> None:
+    """Run the recall server (recall starts one by itself; FORGEMEM_SERVER=off turns that off)."""
+    from forgemem.recall import server
+
+    if stop_:
+        out.print("stopped the recall server" if server.stop() else "no recall server was running")
+        return
+    if status:
+        answer = server.ask({"op": "ping", "stores": {}, "queries": []}, timeout=2.0)
+        running = answer is not None
+        out.print(f"recall server {'running' if running else 'not running'} at {server.socket_path()}")
+        raise typer.Exit(0 if running else EXIT_PROBLEMS)
+    server.serve(idle_timeout=idle_timeout)
+
+
+@app.command()
+def conflicts(as_json: bool = JSON_OPTION) -> None:
+    """Unresolved contradictions (both sides) and forks; exit 1 when there are any."""
+    snap = load()
+    data = conflicts_json(snap)
+    if as_json:
+        emit_json(data)
+    else:
+        from forgemem.agents import slash
+
+        out.print(escape(slash.conflicts(snap)))
+    if data["conflicts"] or data["forks"]:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command()
+def feedback(
+    memory_id: str = typer.Argument(..., metavar="ID"),
+    verdict: str = typer.Argument(..., metavar="useful|wrong"),
+) -> None:
+    """Say whether a recalled memory helped: it moves up (useful) or down (wrong) in later recalls.
+
+    Kept in your usage data (~/.forge/usage/), never in the memory file; rebuilding
+    the cache keeps it.
+    """
+    target = state.workspace().feedback(memory_id, verdict)
+    out.print(f"noted: {target.id} {verdict}")
+    if verdict == "wrong":
+        err.print("forgemem: if it no longer holds, `forgemem forget` it or add a version that supersedes it")
+
+
+@app.command()
+def context(
+    prompt: str = typer.Argument(..., metavar="QUERY", help="The prompt (or - to read it from stdin)."),
+    budget: Optional[int] = typer.Option(
+        None, "--budget", min=0, help="Most tokens the block may take (default: context_budget_tokens, 1500)."
+    ),
+    k: Optional[int] = typer.Option(None, "-k", min=1, help="Memories to consider (default: retrieval_top_k)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Print the memories that matter for a prompt as a block for an agent's context.
+
+    Nothing is printed when nothing is relevant enough (see docs/hooks.md for the
+    threshold); the block never exceeds the token budget.
+    """
+    from forgemem.recall import server
+
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    request = server.query_request(state.workspace(), "context", prompt, k=k, budget=budget)
+    answer = server.answer(request, prepare=_refresh, on_notice=warn)
+    if not answer["ok"]:
+        raise ForgememError(answer["error"])
+    if as_json:
+        emit_json({key: answer[key] for key in ("context", "tokens", "ids", "left_out", "lexical_only", "notes")})
+    elif answer["context"]:
+        print(answer["context"])
+
