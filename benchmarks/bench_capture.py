@@ -41,10 +41,10 @@ from capture_labelled import load_cases, run_case, score  # noqa: E402
 
 from forgemem.capture.capturer import Capturer  # noqa: E402
 from forgemem.capture.classify import Classification, Proposal  # noqa: E402
-from forgemem.index.embedding import load_embedder  # noqa: E402
-from forgemem.recall.engine import RecallEngine  # noqa: E402
 from forgemem.capture.observer import Observer, ObserverState  # noqa: E402
 from forgemem.capture.transcripts import read_new  # noqa: E402
+from forgemem.index.embedding import load_embedder  # noqa: E402
+from forgemem.recall.engine import RecallEngine  # noqa: E402
 from forgemem.workspace import Workspace, init_forge_dir  # noqa: E402
 
 DEFAULT_TRANSCRIPTS = ROOT.parent / "shared" / "eval" / "transcripts"
@@ -249,7 +249,7 @@ def corpus_transcripts(embedder) -> None:
                                     classifier=factory(ws) if factory else None)
                 observer = Observer(ws, [path], capturer=capturer)
                 results = []
-                observer.once(final=True, on_result=lambda row, result: results.append(result))
+                observer.once(final=True, on_result=lambda row, result, found=results: found.append(result))
                 snap = ws.load()
                 written = [m for r in results if r for m in r.written]
                 seconds += [r.seconds for r in results if r]

@@ -37,8 +37,8 @@ def timed(command: list[str], cwd: Path, env: dict) -> float:
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     changed = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000
-    from forgemem.store import memfile
     from forgemem.recall.engine import RecallEngine
+    from forgemem.store import memfile
     from forgemem.store.model import new_id, utc_now
     from forgemem.workspace import Workspace
 

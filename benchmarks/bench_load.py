@@ -19,7 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -61,7 +61,7 @@ def zipf_sampler(rng: random.Random, words: list[str]):
 def generate(folder: Path, n: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     draw = zipf_sampler(rng, vocabulary())
-    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
     made: list[Memory] = []
     for i in range(n):
         when = start + timedelta(minutes=37 * i)

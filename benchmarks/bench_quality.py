@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +52,7 @@ def normalise_evidence(items: list[str]) -> list[str]:
 
 def session_time(text: str) -> datetime:
     """'1:56 pm on 8 May, 2023' -> an aware UTC datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def load_conversations(path: Path):
@@ -142,8 +142,8 @@ def main() -> int:
     import numpy as np
     from rank_bm25 import BM25Okapi
 
-    import forgemem.recall.engine as engine_module
     import forgemem.index.cache as index_module
+    import forgemem.recall.engine as engine_module
     import forgemem.recall.rank as recall_module
     from forgemem.recall.engine import RecallEngine
     from forgemem.recall.rank import Query

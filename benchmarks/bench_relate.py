@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -56,7 +56,7 @@ ACCEPT = {
     "unrelated": {"new", "relates-to"},
     "duplicate": {"duplicate"},
 }
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 #: offline.relate's change-of-mind words and thresholds as of commit ca417b9 (before the trained

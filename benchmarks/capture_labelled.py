@@ -16,8 +16,8 @@ import yaml
 
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch
-from forgemem.recall.engine import RecallEngine
 from forgemem.capture.transcripts import Turn
+from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "capture_cases.yaml"

@@ -214,7 +214,7 @@ def build(log=print) -> bytes:
     log(f"  with a model: mix {best[1]} dense, threshold {best[2]:.2f} (F0.7 {best[0]:.3f}, F1 {best[3]:.3f})")
     arrays["dense_mix"] = np.float32(best[1])
     arrays["dense_durable_at"] = np.float32(best[2])
-    best = max(((f_beta(y, (scores["patterns"] >= at).astype(int), beta=0.7), float(at)) for at in THRESHOLDS))
+    best = max((f_beta(y, (scores["patterns"] >= at).astype(int), beta=0.7), float(at)) for at in THRESHOLDS)
     log(f"  patterns only: threshold {best[1]:.2f} (F0.7 {best[0]:.3f})")
     arrays["patterns_durable_at"] = np.float32(best[1])
     return npz_bytes(arrays)

@@ -12,22 +12,38 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from forgemem.config import Config, default_config_text, load_layers
 from forgemem.errors import ForgememError, Problem, UsageError, require_choice
-from forgemem.store.model import (
-    CATEGORIES, RELATIONSHIPS, RETRACTED, SCOPES, TRIGGERS, Memory, Relation, new_id, normalize_body, utc_now,
-)
 from forgemem.store.folder import (
-    FORGE_DIR, GITIGNORE_TEXT, MEMORY_DIR, Store, find_repo_memory_dir, find_repo_root, user_memory_dir,
+    FORGE_DIR,
+    GITIGNORE_TEXT,
+    MEMORY_DIR,
+    Store,
+    find_repo_memory_dir,
+    find_repo_root,
+    user_memory_dir,
+)
+from forgemem.store.model import (
+    CATEGORIES,
+    RELATIONSHIPS,
+    RETRACTED,
+    SCOPES,
+    TRIGGERS,
+    Memory,
+    Relation,
+    new_id,
+    normalize_body,
+    utc_now,
 )
 
 if TYPE_CHECKING:  # the rest is imported where it is used: the CLI's start-up stays light
-    from forgemem.store.graph import MemoryGraph
     from forgemem.index.cache import StoreIndex
+    from forgemem.store.graph import MemoryGraph
     from forgemem.usage import Usage
 
 

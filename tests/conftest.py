@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from forgemem.store import memfile
 from forgemem.cli.main import main
+from forgemem.store import memfile
 from forgemem.store.model import Memory, Relation, new_id
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +101,7 @@ def project(git_repo) -> Path:
 
 
 def make_memory(body: str = "Use ruff for linting.", **fields) -> Memory:
-    now = datetime(2026, 11, 21, 10, 30, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 21, 10, 30, tzinfo=UTC)
     values = dict(
         id=new_id(),
         body=body,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.recall import context as context_module
 from forgemem.agents import hooks, install, slash
+from forgemem.recall import context as context_module
 from forgemem.recall.engine import RecallEngine
 from forgemem.recall.rank import Query
 from forgemem.workspace import Workspace

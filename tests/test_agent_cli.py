@@ -22,8 +22,8 @@ from forgemem.capture.classify import agent_cli
 from forgemem.capture.classify.agent_cli import ClaudeCLIClassifier, CodexCLIClassifier
 from forgemem.capture.classify.llm import ANSWER_SCHEMA, SYSTEM_PROMPT
 from forgemem.capture.classify.offline import OfflineClassifier
-from forgemem.recall.engine import RecallEngine
 from forgemem.errors import ConfigError
+from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .test_capture import batch

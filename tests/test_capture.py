@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgemem.store import memfile
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch, Classification, Proposal
 from forgemem.capture.classify.offline import OfflineClassifier, explicit_subject, match
-from forgemem.recall.engine import RecallEngine
 from forgemem.capture.transcripts import Turn, read_all
+from forgemem.recall.engine import RecallEngine
+from forgemem.store import memfile
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import snapshot_bytes

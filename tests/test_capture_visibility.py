@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.capture import announce
 from forgemem.agents import hooks
-from forgemem.store import memfile
+from forgemem.capture import announce
 from forgemem.capture.capturer import Capturer
+from forgemem.capture.observer import Observer, ObserverState, state_path
 from forgemem.recall.context import CLOSE, OPEN
 from forgemem.recall.engine import RecallEngine
-from forgemem.capture.observer import Observer, ObserverState, state_path
+from forgemem.store import memfile
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import git, make_memory

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.store import memfile
 from forgemem.recall.engine import RecallEngine
 from forgemem.recall.rank import Query
+from forgemem.store import memfile
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import HashEmbedder, git

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.store import memfile
 from forgemem.index.cache import StoreIndex
+from forgemem.store import memfile
 from forgemem.store.folder import Store
 
 from .conftest import HashEmbedder, make_memory, write_memory

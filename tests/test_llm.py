@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.store import memfile
 from forgemem.capture.capturer import Capturer, make_classifier
 from forgemem.capture.classify import llm
 from forgemem.capture.classify.llm import LLMClassifier
-from forgemem.recall.engine import RecallEngine
 from forgemem.errors import ConfigError
+from forgemem.recall.engine import RecallEngine
+from forgemem.store import memfile
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .test_capture import batch

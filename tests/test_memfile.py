@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import string
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgemem.store import memfile
 from forgemem.errors import ForgememError
+from forgemem.store import memfile
 from forgemem.store.model import CATEGORIES, RELATIONSHIPS, SCOPES, TRIGGERS, Memory, Relation
 
 from .conftest import make_memory
@@ -42,7 +42,7 @@ def test_design_example_parses_and_round_trips_byte_for_byte():
     assert memory.version == 2
     assert memory.supersedes == ("mem_5b2c0000-1111-4222-8333-444455556666",)
     assert memory.related == (Relation("mem_91aa0000-1111-4222-8333-444455556666", "refines"),)
-    assert memory.created_at == datetime(2026, 11, 21, 10, 30, tzinfo=timezone.utc)
+    assert memory.created_at == datetime(2026, 11, 21, 10, 30, tzinfo=UTC)
     assert memory.body.endswith("add a new one.")
     assert memfile.dumps(memory) == DESIGN_EXAMPLE
 
@@ -113,7 +113,7 @@ tag = st.text(
 )
 ids = st.uuids(version=4).map(lambda u: f"mem_{u}")
 stamps = st.datetimes(
-    min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(timezone.utc)
+    min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
 )
 
 

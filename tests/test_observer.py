@@ -12,8 +12,8 @@ import pytest
 
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Classification
-from forgemem.recall.engine import RecallEngine
 from forgemem.capture.observer import CADENCE_BUDGET, Observer, ObserverState, claude_code_folder, state_path
+from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir
 
 from .conftest import git

@@ -44,8 +44,7 @@ def log_path() -> Path:
 def log(message: str) -> None:
     """One line in the hooks log (private, secrets redacted); never raises."""
     try:
-        from forgemem.permissions import atomic_write_text
-        from forgemem.permissions import open_private_append
+        from forgemem.permissions import atomic_write_text, open_private_append
         from forgemem.store.redact import redact
 
         path = log_path()

@@ -28,7 +28,8 @@ import functools
 import json
 import os
 import sys
-from typing import BinaryIO, Callable
+from collections.abc import Callable
+from typing import BinaryIO
 
 from forgemem.config import _RULES as SETTING_RULES
 from forgemem.errors import ForgememError, UsageError, require_choice

@@ -21,7 +21,7 @@ per memory, details on request. Mistakes get a one-line answer, never a tracebac
 from __future__ import annotations
 
 import shlex
-from typing import Callable
+from collections.abc import Callable
 
 from forgemem.errors import ForgememError
 from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, short_ids

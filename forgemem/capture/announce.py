@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from forgemem.store.model import Memory

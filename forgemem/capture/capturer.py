@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbour, Proposal
-from forgemem.store.model import CATEGORIES, SCOPES, Memory
 from forgemem.recall.rank import Query
+from forgemem.store.model import CATEGORIES, SCOPES, Memory
 
 if TYPE_CHECKING:
     from forgemem.recall.engine import RecallEngine
@@ -69,9 +69,8 @@ class Capturer:
     """Runs capture passes against one workspace, relating new memories to existing ones."""
 
     def __init__(self, workspace: Workspace, engine: RecallEngine | None = None, classifier=None):
-        from forgemem.recall.engine import RecallEngine
-
         from forgemem.capture.classify.offline import OfflineClassifier
+        from forgemem.recall.engine import RecallEngine
 
         self.workspace = workspace
         self.engine = engine or RecallEngine(workspace)

@@ -26,13 +26,21 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import Batch
 from forgemem.capture.transcripts import (
-    FORMATS, Compaction, Turn, detect_format, flush, read_new, storable_state,
+    FORMATS,
+    Compaction,
+    Turn,
+    detect_format,
+    flush,
+    read_new,
+    storable_state,
 )
 
 if TYPE_CHECKING:
@@ -698,6 +706,6 @@ def _utc(stamp: float | None) -> str | None:
     """A stored time as forgemem writes times: UTC, ISO-8601, seconds, `Z`."""
     if stamp is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -20,12 +20,11 @@ inline sidechains), `codex` (rollout JSONL), `aider` (`.aider.chat.history.md`),
 from __future__ import annotations
 
 import hashlib
-
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 FORMATS = ("claude-code", "codex", "aider", "gemini", "jsonl")
 HUMAN, ASSISTANT = "user", "assistant"

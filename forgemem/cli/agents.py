@@ -9,9 +9,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from forgemem.errors import UsageError
-
 from forgemem.cli.app import app, err, out, state, warn
+from forgemem.errors import UsageError
 
 
 @app.command()

@@ -16,7 +16,6 @@ from forgemem import __version__
 from forgemem.errors import UsageError
 from forgemem.workspace import Snapshot, Workspace
 
-
 app = typer.Typer(
     name="forgemem",
     help="Long-term memory for AI coding agents, kept as markdown files in git.",

@@ -8,9 +8,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from forgemem.errors import UsageError
-
 from forgemem.cli.app import JSON_OPTION, app, emit_json, err, out, state, warn
+from forgemem.errors import UsageError
 
 
 @app.command()

@@ -9,9 +9,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _repo_root, app, emit_json, err, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError
-
-from forgemem.cli.app import _engine, _refresh, JSON_OPTION, _repo_root, app, emit_json, err, out, state, warn
 
 
 @app.command()

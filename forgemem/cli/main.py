@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 
-
 from rich.markup import escape
 
 from forgemem.cli import agents, capture, git, memories, overview, recall  # noqa: F401 - they register their commands

@@ -13,12 +13,11 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state, warn
 from forgemem.errors import ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, utc_now
 from forgemem.views import added_json, forgotten_json, linked_json, memory_json
 from forgemem.workspace import default_forge_dir, init_forge_dir
-
-from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state, warn
 
 
 @app.command()

@@ -10,10 +10,9 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state
 from forgemem.errors import EXIT_PROBLEMS, UsageError
 from forgemem.store.model import Memory
-
-from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state
 
 
 def _label(memory: Memory) -> str:

@@ -10,17 +10,10 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, load, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES
 from forgemem.views import conflicts_json
-
-from forgemem.cli.app import _engine, _refresh, JSON_OPTION, _style_scope, app, emit_json, err, load, out, state, warn
-
-
-
-
-
-
 
 
 def _print_hits(hits: list[dict], explain: bool) -> None:

@@ -31,8 +31,8 @@ from functools import cached_property
 from pathlib import Path
 
 from forgemem.errors import ForgememError, Problem, UsageError
-from forgemem.store.model import Memory, short_ids
 from forgemem.store.folder import FORGE_DIR, MEMORY_DIR
+from forgemem.store.model import Memory, short_ids
 
 PROPOSED = "proposed"
 WORKTREE, INDEX = "worktree", "index"

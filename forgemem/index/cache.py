@@ -37,15 +37,15 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable
 
 from forgemem.errors import Problem
+from forgemem.store.folder import Store
 from forgemem.store.memfile import front_matter
 from forgemem.store.model import Memory, Relation, format_timestamp
-from forgemem.store.folder import Store
 
 SCHEMA_VERSION = "3"
 EMBED_CHUNK = 256

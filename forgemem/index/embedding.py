@@ -23,8 +23,9 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 # Nothing is ever fetched from a model hub, whatever imports us.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -193,9 +194,9 @@ class SentenceTransformerEmbedder:
     """sentence-transformers itself (imports torch: seconds of start-up)."""
 
     def __init__(self, model_dir: Path, model_id: str):
-        from sentence_transformers import SentenceTransformer
-
         import warnings
+
+        from sentence_transformers import SentenceTransformer
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
-from forgemem.store.graph import MemoryGraph
 from forgemem.index.cache import RefreshReport, StoreIndex
-from forgemem.store.model import Memory
+from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
 from forgemem.recall.rank import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
+from forgemem.store.graph import MemoryGraph
+from forgemem.store.model import Memory
 from forgemem.workspace import Snapshot, Workspace
 
 #: With a watcher, a full stat-based check still runs at least this often, in

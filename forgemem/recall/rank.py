@@ -28,8 +28,8 @@ how far ahead the best lexical match is; the normalised sum keeps it
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from forgemem.store.graph import MemoryGraph, Step
 from forgemem.store.model import RELATIONSHIPS, Memory, format_timestamp

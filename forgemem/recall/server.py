@@ -368,8 +368,8 @@ def handle(request: dict | Request, engines: Engines, refresh: bool = True) -> d
     A dict is checked first (`Request.parse`, shape only). `refresh=False` when
     the caller has just refreshed the engine itself.
     """
-    from forgemem.recall.engine import log_recalls
     from forgemem.errors import ForgememError
+    from forgemem.recall.engine import log_recalls
     from forgemem.recall.rank import Query
 
     try:

@@ -10,9 +10,10 @@ contradictions and neighbours within N hops.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from forgemem.store.model import EDGE_TYPES, Memory
 

@@ -20,11 +20,23 @@ from frontmatter.default_handlers import YAMLHandler
 
 from forgemem.errors import ForgememError, Problem, unknown_choice
 from forgemem.permissions import atomic_write_text
-from forgemem.yamlsafe import MAX_FRONT_MATTER_CHARS, unsafe_yaml
 from forgemem.store.model import (
-    CATEGORIES, MAX_FILE_BYTES, OPTIONAL_KEYS, RELATIONSHIPS, REQUIRED_KEYS, SCOPES, SUFFIX, TRIGGERS, Memory, Relation, format_timestamp, is_valid_id, normalize_body, to_utc,
+    CATEGORIES,
+    MAX_FILE_BYTES,
+    OPTIONAL_KEYS,
+    RELATIONSHIPS,
+    REQUIRED_KEYS,
+    SCOPES,
+    SUFFIX,
+    TRIGGERS,
+    Memory,
+    Relation,
+    format_timestamp,
+    is_valid_id,
+    normalize_body,
+    to_utc,
 )
-
+from forgemem.yamlsafe import MAX_FRONT_MATTER_CHARS, unsafe_yaml
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _HANDLER = YAMLHandler()

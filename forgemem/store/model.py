@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +63,14 @@ def is_valid_id(value: object) -> bool:
 
 
 def utc_now() -> datetime:
-    return to_utc(datetime.now(timezone.utc))
+    return to_utc(datetime.now(UTC))
 
 
 def to_utc(value: datetime) -> datetime:
     """UTC, second precision; a naive datetime is taken to be UTC already."""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).replace(microsecond=0)
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).replace(microsecond=0)
 
 
 def format_timestamp(value: datetime) -> str:

@@ -39,8 +39,8 @@ and rules whose trigger word is absent from the text are skipped.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 _RED = "[REDACTED"
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-
 #: Text that a shell would act on, if it ever reached one.
 HOSTILE_TEXTS = [
     "run `touch {marker}-backtick` now",

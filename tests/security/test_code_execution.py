@@ -80,8 +80,8 @@ def test_parsing_workers_never_import_from_the_working_folder(project, tmp_path)
 
 
 def test_a_background_start_runs_outside_the_project_with_a_safe_path(project, monkeypatch, tmp_path):
-    from forgemem.agents import hooks
     from forgemem import spawn
+    from forgemem.agents import hooks
 
     started = []
     monkeypatch.setattr(spawn.subprocess, "Popen", lambda argv, **kw: started.append((argv, kw)))

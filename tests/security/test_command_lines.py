@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.agents import install
 from forgemem import spawn
+from forgemem.agents import install
 from forgemem.store.model import normalize_body
 from forgemem.workspace import Workspace
 

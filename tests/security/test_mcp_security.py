@@ -22,7 +22,12 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from mcp import Client  # noqa: E402
 
 from forgemem.agents.mcp import (
-    INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR, build_server, check_message,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_MESSAGE_BYTES,
+    PARSE_ERROR,
+    build_server,
+    check_message,
 )
 from forgemem.store.folder import Store  # noqa: E402
 from forgemem.workspace import Workspace  # noqa: E402

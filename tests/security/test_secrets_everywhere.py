@@ -91,14 +91,14 @@ def test_no_secret_survives_a_capture_run_anywhere(cli, project, hook_env, model
     assert model_server.requests, "the configured model was never asked: the test proves nothing"
     sent = json.dumps([r["body"] for r in model_server.requests])
     leaks = []
-    for text, secrets in cases:
+    for _text, secrets in cases:
         for secret in secrets:
             if secret in sent:
                 leaks.append(("sent to the model", secret))
     socket_folder = Path(hook_env["FORGEMEM_SERVER_SOCKET"]).parent
     for path in files_under(isolated_home, project, socket_folder, skip={transcript}):
         data = path.read_bytes()
-        for text, secrets in cases:
+        for _text, secrets in cases:
             for secret in secrets:
                 if secret.encode() in data or secret in str(path):
                     leaks.append((str(path.relative_to(tmp_path)), secret))

@@ -425,7 +425,7 @@ FAKE_AS_NOBODY = textwrap.dedent("""
         conn.recv(65536)
         conn.sendall(sys.argv[2].encode())
         conn.close()
-""" % (NOBODY, NOBODY))
+""" % (NOBODY, NOBODY))  # noqa: UP031 - a %-template keeps the code's braces literal
 
 
 @AS_ROOT

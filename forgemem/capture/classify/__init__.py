@@ -13,11 +13,12 @@ the offline one when the model is unreachable or answers garbage).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
-from forgemem.store.model import Memory
 from forgemem.capture.transcripts import Turn
+from forgemem.store.model import Memory
 
 #: How a proposal relates to its nearest existing memory.
 RELATIONS = ("new", "supersedes", "refines", "contradicts", "relates-to", "duplicate")

@@ -48,7 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forgemem.capture.classify.llm import (
-    ANSWER_SCHEMA, SYSTEM_PROMPT, ClassifierUnavailable, ModelClassifier, json_answer,
+    ANSWER_SCHEMA,
+    SYSTEM_PROMPT,
+    ClassifierUnavailable,
+    ModelClassifier,
+    json_answer,
 )
 
 #: In the environment of a classifier's own agent run; forgemem's hooks do nothing when it is set.

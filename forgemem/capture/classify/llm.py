@@ -30,8 +30,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from forgemem.store.model import CATEGORIES, SCOPES
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbours, Proposal
+from forgemem.store.model import CATEGORIES, SCOPES
 
 PROVIDERS = {
     # provider: (API kind, default base URL, default key variable)
@@ -363,7 +363,7 @@ class LLMClassifier(ModelClassifier):
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 if retry_after and retry_after.strip().isdigit():
                     wait = min(MAX_BACKOFF, float(retry_after))
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = "timed out" if isinstance(reason, (socket.timeout, TimeoutError)) else f"{reason}"
             if attempt < RETRIES:

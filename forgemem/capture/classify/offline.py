@@ -327,7 +327,8 @@ class OfflineClassifier:
         return source() if callable(source) and not hasattr(source, "encode") else source
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
-        from forgemem.capture.classify.learned import decide, feature_matrix, scope_for as learned_scope
+        from forgemem.capture.classify.learned import decide, feature_matrix
+        from forgemem.capture.classify.learned import scope_for as learned_scope
         from forgemem.capture.classify.units import units
 
         found: list[tuple[str, object, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
@@ -450,7 +451,8 @@ def rule_form(unit: str, *, category: str, scope: str, context: str = "", propos
 def relate_to(text: str, said: str, category: str, scope: str,
               neighbours: list[Neighbour]) -> tuple[str, str | None, float]:
     """(relation, target id, score) of a new memory to the nearest existing ones, decided by subject."""
-    from forgemem.capture.classify.relate import Candidate, relate as decide_relation
+    from forgemem.capture.classify.relate import Candidate
+    from forgemem.capture.classify.relate import relate as decide_relation
 
     candidates = [Candidate(n.memory.body, n.memory.category, n.memory.scope, n.similarity, n.memory.id)
                   for n in neighbours]
@@ -502,7 +504,8 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     history shows both (as if they had fallen in two passes). The same statement
     said twice is written once.
     """
-    from forgemem.capture.classify.relate import Candidate, relate as decide_relation
+    from forgemem.capture.classify.relate import Candidate
+    from forgemem.capture.classify.relate import relate as decide_relation
 
     kept: list[Proposal] = []
     for proposal in proposals:
