@@ -249,6 +249,7 @@ def test_claude_error_result_says_what_claude_said_and_keeps_the_cost(agents, tm
     assert result.notes[1].startswith("cost: $0.0123")  # a failed call still cost something
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, model", [("claude", "claude-cli"), ("codex", "codex-cli")])
 def test_a_hung_cli_is_killed_with_its_children_after_the_timeout(agents, tmp_path, real_embedder, kind, model):
     ws = configure(tmp_path, model, timeout=3)

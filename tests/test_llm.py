@@ -165,6 +165,7 @@ def test_a_failing_server_is_retried_with_backoff(server, tmp_path, real_embedde
     assert result.classifier == "openai:local"
 
 
+@pytest.mark.slow
 def test_a_slow_server_times_out_and_the_offline_classifier_decides(server, tmp_path, real_embedder):
     ws = configure(tmp_path, "ollama:llama-test", server.url + "/v1", timeout=1)
     server.replies = [(200, openai_reply([]), 3.0)]

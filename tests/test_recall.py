@@ -31,6 +31,7 @@ def engine(samples, real_embedder):
     return RecallEngine(ws, embedder=real_embedder)
 
 
+@pytest.mark.slow
 def test_onnx_vectors_match_sentence_transformers(real_embedder, model_cache):
     from forgemem.index.embedding import PROBE_SENTENCES, SentenceTransformerEmbedder, default_model_dir
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from forgemem.store import memfile
 from forgemem.store.folder import PARALLEL_FROM
 
@@ -20,6 +22,7 @@ from ..conftest import make_memory
 from .conftest import claude_transcript, fire, forgemem_processes, passes_done, plant_package, wait_for
 
 
+@pytest.mark.slow
 def test_hooks_recall_and_capture_never_import_the_repositorys_code(cli, project, hook_env, tmp_path, monkeypatch):
     marker = plant_package(project)
     monkeypatch.chdir(project)

@@ -55,6 +55,7 @@ def test_the_slash_command_file_holds_no_shell_line(cli, project, monkeypatch):
     assert "!`" not in text and "$ARGUMENTS" not in text and "allowed-tools" not in text
 
 
+@pytest.mark.slow
 def test_claude_code_hooks_take_hostile_text_as_data(cli, project, hostile_forgemem, tmp_path, monkeypatch,
                                                      isolated_home):
     monkeypatch.chdir(project)

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from forgemem.capture.capturer import provenance_path
 from forgemem.capture.observer import claude_code_folder
 
@@ -50,6 +52,7 @@ def test_provenance_paths():
     assert provenance_path("/var/log/agent/s.jsonl", None, home) == "/var/log/agent/s.jsonl"
 
 
+@pytest.mark.slow
 def test_recall_capture_and_install_write_nothing_outside_forgemems_and_the_agents_folders(tmp_path):
     home = tmp_path / "fresh-home"
     home.mkdir()

@@ -57,6 +57,7 @@ def model_server():
     server.close()
 
 
+@pytest.mark.slow
 def test_no_secret_survives_a_capture_run_anywhere(cli, project, hook_env, model_server, tmp_path, monkeypatch,
                                                    isolated_home):
     user_config = isolated_home / ".forge" / "config.yaml"
