@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,34 @@ import yaml
 from forgemem.errors import ConfigError
 
 CONFIG_NAME = "config.yaml"
+FORGE_DIR = ".forge"  # in a repository and in the home folder
+MEMORY_DIR = "memory"
+CACHE_DIR = "cache"
+
+
+# ------------------------------------------------------------------ where things live
+
+
+def forge_home() -> Path:
+    """`~/.forge`: the user store, the user's config, and forgemem's own machine-wide state."""
+    return Path.home() / FORGE_DIR
+
+
+def server_socket_path() -> Path:
+    """Where the recall server listens (`FORGEMEM_SERVER_SOCKET` moves it)."""
+    override = os.environ.get("FORGEMEM_SERVER_SOCKET")
+    return Path(override) if override else user_cache_dir() / "recall-server.sock"
+
+
+def server_enabled() -> bool:
+    """`FORGEMEM_SERVER=off` (or 0, no, false): never use or start the recall server."""
+    return os.environ.get("FORGEMEM_SERVER", "on").lower() not in ("off", "0", "no", "false")
+
+
+def user_cache_dir() -> Path:
+    """`~/.forge/cache`: derived and private state of this machine (the recall server's socket and
+    log, the hooks log, install records, exported models, background processes' working folder)."""
+    return forge_home() / CACHE_DIR
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from forgemem.config import user_cache_dir
+
 
 def enter_safe_mode() -> None:
     """Make every Python child of this process start without the working folder on `sys.path`."""
@@ -53,7 +55,7 @@ def private_workdir() -> Path:
     """A folder of forgemem's own to run background processes in (never the project)."""
     from forgemem.permissions import private_dir
 
-    folder = Path.home() / ".forge" / "cache" / "run"
+    folder = user_cache_dir() / "run"
     try:
         return private_dir(folder)
     except OSError:

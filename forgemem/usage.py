@@ -19,6 +19,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from forgemem.config import forge_home
 from forgemem.store.folder import Store
 
 ACCESS_KEEP = 100_000
@@ -34,7 +35,7 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 
 def usage_dir() -> Path:
-    return Path.home() / ".forge" / "usage"
+    return forge_home() / "usage"
 
 
 class Usage:

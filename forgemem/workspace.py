@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forgemem.config import Config, default_config_text, load_layers
+from forgemem.config import FORGE_DIR, MEMORY_DIR, Config, default_config_text, load_layers
 from forgemem.errors import ForgememError, Problem, UsageError, require_choice
 from forgemem.store.folder import (
-    FORGE_DIR,
     GITIGNORE_TEXT,
-    MEMORY_DIR,
     Store,
     find_repo_memory_dir,
     find_repo_root,
@@ -71,6 +69,11 @@ class Snapshot:
             shown = ", ".join(sorted(m.id for m in matches)[:10])
             raise UsageError(f"{ref!r} matches {len(matches)} memories: {shown}; give more of the id")
         return matches[0]
+
+    def pointing_at(self, memory_id: str) -> list[Memory]:
+        """The memories that supersede or are related to `memory_id` (they would dangle without it)."""
+        return [m for m in self.memories
+                if memory_id in m.supersedes or any(r.id == memory_id for r in m.related)]
 
     def heads(self, include_retracted: bool = False) -> list[Memory]:
         return [m for m in self.graph.heads() if include_retracted or not m.retracted]
@@ -328,9 +331,21 @@ class Workspace:
         memfile.write_new(memory, store.memory_dir / category / memfile.file_name(memory))
         return memory, found
 
+    def replace(self, memory: Memory) -> Path:
+        """Write a changed memory over its own file (validated first; a file that does not parse is never
+        overwritten: it is someone's unfinished edit)."""
+        from forgemem.store import memfile
+
+        return memfile.rewrite(memory)
+
+    def remove(self, memory: Memory) -> None:
+        """Delete a memory's file (a purge, a rejected proposal): git keeps what was committed."""
+        if memory.path is None:
+            raise ForgememError(f"{memory.id} has no file")
+        memory.path.unlink()
+
     def link(self, source_ref: str, target_ref: str, relationship: str) -> tuple[Memory, Memory]:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
-        from forgemem.store import memfile
 
         require_choice("relationship", relationship, RELATIONSHIPS)
         snap = self.load()
@@ -341,7 +356,7 @@ class Workspace:
         if relation not in source.related:
             source.related = source.related + (relation,)
             source.updated_at = utc_now()
-            memfile.rewrite(source)
+            self.replace(source)
         return source, target
 
     def forget(self, ref: str, reason: str = "", purge: bool = False) -> tuple[Memory, list[Memory]]:
@@ -353,15 +368,8 @@ class Workspace:
         snap = self.load()
         memory = snap.resolve(ref)
         if purge:
-            if memory.path is None:
-                raise ForgememError(f"{memory.id} has no file")
-            memory.path.unlink()
-            pointing = [
-                m
-                for m in snap.memories
-                if memory.id in m.supersedes or any(r.id == memory.id for r in m.related)
-            ]
-            return memory, pointing
+            self.remove(memory)
+            return memory, snap.pointing_at(memory.id)
         if not snap.graph.is_head(memory.id):
             newer = ", ".join(snap.graph.superseded_by[memory.id])
             raise UsageError(f"{memory.id} is already superseded by {newer}; forget the newest version")

@@ -32,13 +32,15 @@ import time
 import traceback
 from pathlib import Path
 
+from forgemem.config import user_cache_dir
+
 LOG_NAME = "hooks.log"
 LOG_LIMIT = 256 * 1024  # the log is cut in half when it grows past this
 RECENT_TURNS = 3  # human turns used as the query after a compaction
 
 
 def log_path() -> Path:
-    return Path.home() / ".forge" / "cache" / LOG_NAME
+    return user_cache_dir() / LOG_NAME
 
 
 def log(message: str) -> None:

@@ -27,6 +27,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from forgemem.config import user_cache_dir
 from forgemem.errors import ForgememError, UsageError
 
 HOOK_EVENTS = {  # event: (matcher, timeout in seconds)
@@ -156,7 +157,7 @@ def _read(path: Path) -> str | None:
 
 def _record_path(kind: str, target: Path) -> Path:
     digest = hashlib.sha256(str(target.absolute()).encode()).hexdigest()[:16]
-    return Path.home() / ".forge" / "cache" / "install" / f"{kind}-{digest}.json"
+    return user_cache_dir() / "install" / f"{kind}-{digest}.json"
 
 
 def _load_record(path: Path) -> dict | None:

@@ -318,6 +318,6 @@ def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
                 raise ForgememError("the edit does not validate; the memory file is unchanged") from None
     if edited.body != memory.body:
         edited.updated_at = utc_now()
-    memfile.rewrite(edited)
+    state.workspace().replace(edited)
     out.print(f"saved {memory.path}")
 

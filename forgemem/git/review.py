@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from forgemem.config import FORGE_DIR, MEMORY_DIR
 from forgemem.errors import ForgememError, Problem, UsageError
-from forgemem.store.folder import FORGE_DIR, MEMORY_DIR
 from forgemem.store.model import Memory, short_ids
 
 PROPOSED = "proposed"
@@ -475,7 +475,6 @@ def personal_proposals(workspace) -> list[Memory]:
 
 def accept(workspace, refs: list[str]) -> list[Memory]:
     """Proposed memories become ordinary ones (the `status: proposed` line goes)."""
-    from forgemem.store import memfile
     from forgemem.store.model import utc_now
 
     snap = workspace.load()
@@ -486,7 +485,7 @@ def accept(workspace, refs: list[str]) -> list[Memory]:
             raise UsageError(f"{memory.id} is not a proposed memory")
         memory.extra = {k: v for k, v in memory.extra.items() if k != "status"}
         memory.updated_at = utc_now()
-        memfile.rewrite(memory)
+        workspace.replace(memory)
         accepted.append(memory)
     return accepted
 
@@ -498,12 +497,11 @@ def reject(workspace, refs: list[str]) -> list[Memory]:
     for memory in memories:
         if memory.status != PROPOSED:
             raise UsageError(f"{memory.id} is not a proposed memory; use `forgemem forget` to retract it")
-        pointing = [m.id for m in snap.memories if memory.id in m.supersedes or
-                    any(r.id == memory.id for r in m.related)]
+        pointing = [m.id for m in snap.pointing_at(memory.id)]
         if pointing:
             raise UsageError(f"{memory.id} is referenced by {', '.join(pointing)}; reject those first")
     for memory in memories:
-        memory.path.unlink()
+        workspace.remove(memory)
     from forgemem.capture.announce import forget
 
     forget(workspace, [m.id for m in memories])  # a rejected memory is not announced any more

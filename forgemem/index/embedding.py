@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from forgemem.config import user_cache_dir
+
 # Nothing is ever fetched from a model hub, whatever imports us.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -280,7 +282,7 @@ def export_onnx(model_dir: Path, target: Path) -> dict:
 def model_cache_dir() -> Path:
     """Where exported models live: machine-wide, whatever the stores (FORGEMEM_MODEL_CACHE moves it)."""
     override = os.environ.get("FORGEMEM_MODEL_CACHE")
-    return Path(override).expanduser() if override else Path.home() / ".forge" / "cache" / "models"
+    return Path(override).expanduser() if override else user_cache_dir() / "models"
 
 
 def load_embedder(configured: str = "", on_export: Callable[[str], None] | None = None) -> Embedder:

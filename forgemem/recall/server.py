@@ -54,7 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forgemem import __version__
+from forgemem.config import MEMORY_DIR, server_enabled, server_socket_path
 from forgemem.permissions import private_dir, unsafe_reason, unsafe_stat_reason
+from forgemem.store.model import SCOPES
 
 IDLE_TIMEOUT = 15 * 60
 CONNECT_TIMEOUT = 0.05
@@ -68,19 +70,8 @@ MAX_HOPS = 5
 MAX_BUDGET = 100_000
 MAX_CONNECTIONS = 32  # requests being read or answered at once; more are closed at once
 POLL = 0.5  # how often the accept loop looks at the clock and the stop flag
-SCOPES = ("repo", "user")  # forgemem.model.SCOPES
-MEMORY_DIR = "memory"  # forgemem.store.MEMORY_DIR
-
-
-def socket_path() -> Path:
-    override = os.environ.get("FORGEMEM_SERVER_SOCKET")
-    if override:
-        return Path(override)
-    return Path.home() / ".forge" / "cache" / "recall-server.sock"
-
-
-def enabled() -> bool:
-    return os.environ.get("FORGEMEM_SERVER", "on").lower() not in ("off", "0", "no", "false")
+socket_path = server_socket_path
+enabled = server_enabled
 
 
 # ------------------------------------------------------------------ trust

@@ -12,13 +12,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from forgemem.config import CONFIG_NAME
+from forgemem.config import CACHE_DIR, CONFIG_NAME, FORGE_DIR, MEMORY_DIR, forge_home
 from forgemem.errors import Problem
 from forgemem.store.model import MAX_FILE_BYTES, SUFFIX, Memory
 
-FORGE_DIR = ".forge"
-MEMORY_DIR = "memory"
-CACHE_DIR = "cache"
 GITIGNORE_TEXT = "# forgemem: derived state, rebuilt from the memory files\ncache/\n"
 
 
@@ -189,7 +186,7 @@ def user_memory_dir() -> Path:
     override = os.environ.get("FORGEMEM_USER_DIR")
     if override:
         return Path(override).expanduser()
-    return Path.home() / FORGE_DIR / MEMORY_DIR
+    return forge_home() / MEMORY_DIR
 
 
 def find_repo_memory_dir(start: Path, exclude: Path | None = None,
