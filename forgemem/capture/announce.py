@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from forgemem.store.model import PROPOSED
+
 if TYPE_CHECKING:
     from forgemem.store.model import Memory
     from forgemem.workspace import Workspace
@@ -210,7 +212,7 @@ def first_words(text: str) -> str:
 
 def _item(saved: Saved) -> str:
     scope = " (personal)" if saved.scope == "user" else ""
-    proposed = " (proposed)" if saved.status == "proposed" else ""
+    proposed = " (proposed)" if saved.status == PROPOSED else ""
     return f"{saved.short} {saved.category}{scope}{proposed}: {first_words(saved.text)}"
 
 
@@ -239,7 +241,7 @@ def context_block(saved: list[Saved], max_tokens: int = NOTICE_TOKENS, model: st
     items = []
     for s in saved[:LISTED]:
         scope = " (personal)" if s.scope == "user" else ""
-        proposed = " (proposed, not reviewed)" if s.status == "proposed" else ""
+        proposed = " (proposed, not reviewed)" if s.status == PROPOSED else ""
         items.append(f"- [{s.short} {s.category}] {first_words(s.text)}{scope}{proposed}")
     while True:
         rest = count - len(items)

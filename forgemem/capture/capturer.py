@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbour, Proposal
 from forgemem.recall.rank import Query
-from forgemem.store.model import CATEGORIES, SCOPES, Memory
+from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory
 
 if TYPE_CHECKING:
     from forgemem.recall.engine import RecallEngine
@@ -259,7 +259,7 @@ class Capturer:
             session_id=session,
             confidence=round(min(max(proposal.confidence, 0.0), 1.0), 2),
             source=source,
-            status="proposed" if self.workspace.config.capture_review else None,
+            status=PROPOSED if self.workspace.config.capture_review else None,
             snapshot=self.engine.snapshot,
         )
 

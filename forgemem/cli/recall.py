@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, load, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
-from forgemem.store.model import CATEGORIES
+from forgemem.store.model import CATEGORIES, PROPOSED
 from forgemem.views import conflicts_json
 
 
@@ -26,7 +26,7 @@ def _print_hits(hits: list[dict], explain: bool) -> None:
             flags += f" [yellow](superseded by {', '.join(x[4:12] for x in hit['superseded_by'])})[/]"
         if hit["conflicts"]:
             flags += " [red]CONFLICT[/]"
-        if hit.get("status") == "proposed":
+        if hit.get("status") == PROPOSED:
             flags += " [magenta](proposed: not reviewed yet)[/]"
         out.print(
             f"[bold]{n:>2}. {hit['id'][4:12]}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "

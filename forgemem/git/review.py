@@ -32,9 +32,8 @@ from pathlib import Path
 
 from forgemem.config import FORGE_DIR, MEMORY_DIR
 from forgemem.errors import ForgememError, Problem, UsageError
-from forgemem.store.model import Memory, short_ids
+from forgemem.store.model import PROPOSED, Memory, short_ids
 
-PROPOSED = "proposed"
 WORKTREE, INDEX = "worktree", "index"
 
 

@@ -30,7 +30,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from forgemem.store.model import short_ids
+from forgemem.store.model import PROPOSED, short_ids
 
 DEFAULT_BUDGET = 1500
 MIN_COSINE = 0.40
@@ -108,7 +108,7 @@ def line_for(hit: dict, short: dict[str, str]) -> str:
     line = f"- [{short[hit['id']]} {hit['category']}] {body}"
     if hit.get("scope") == "user":
         line += " (personal)"
-    if hit.get("status") == "proposed":
+    if hit.get("status") == PROPOSED:
         line += " (proposed, not reviewed)"
     if hit.get("conflicts"):
         line += " ⚠ CONFLICT with " + ", ".join(short.get(c, c[4:12]) for c in hit["conflicts"])

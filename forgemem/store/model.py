@@ -48,6 +48,7 @@ MAX_FILE_BYTES = 1024 * 1024
 
 #: `status` of a memory written by `forgemem forget`.
 RETRACTED = "retracted"
+PROPOSED = "proposed"  # captured with capture_review: true, waiting for `forgemem review --accept`
 
 ID_PATTERN = re.compile(
     r"^mem_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
