@@ -209,13 +209,13 @@ def test_hooks_fail_open(project, stdin, isolated_home, monkeypatch):
 
 
 def test_a_slow_recall_is_cut_off(project, workspace, monkeypatch):
-    from forgemem.recall import server
+    from forgemem.recall import client
 
     def slow(*args, **kwargs):
         time.sleep(2)
         return {"ok": True, "context": "late", "tokens": 1, "ids": [], "left_out": 0}
 
-    monkeypatch.setattr(server, "answer", slow)
+    monkeypatch.setattr(client, "answer", slow)
     started = time.monotonic()
     assert hooks.claude_code(prompt_event(project, "how do I run the tests?"), timeout_ms=200) == ""
     assert time.monotonic() - started < 1.5

@@ -33,9 +33,8 @@ TOO_LONG = {
     "forgemem/capture/classify/rules.py": 1194,
     "forgemem/capture/observer.py": 711,
     "forgemem/capture/transcripts.py": 548,
-    "forgemem/git/review.py": 550,
+    "forgemem/git/review.py": 549,
     "forgemem/index/cache.py": 716,
-    "forgemem/recall/server.py": 815,
     "forgemem/store/redact.py": 845,
 }
 

@@ -238,7 +238,7 @@ def test_the_notice_follows_the_context_block_short_and_fenced(project, workspac
 
 
 def test_a_notice_goes_out_when_nothing_is_relevant_and_when_recall_fails(project, workspace, monkeypatch):
-    from forgemem.recall import server
+    from forgemem.recall import client
 
     record_memories(workspace, [make_memory("Use ruff for linting.")])
     answer = hook(project, "hi")  # nothing relevant: no recall block, the notice alone
@@ -249,7 +249,7 @@ def test_a_notice_goes_out_when_nothing_is_relevant_and_when_recall_fails(projec
     def broken(*args, **kwargs):
         raise RuntimeError("no recall today")
 
-    monkeypatch.setattr(server, "answer", broken)
+    monkeypatch.setattr(client, "answer", broken)
     answer = hook(project, "how do we lint?")
     assert "Use uv" in answer["systemMessage"] and "Use ruff" not in answer["systemMessage"]
     assert "recall failed" in hooks.log_path().read_text()

@@ -170,7 +170,7 @@ def slash_answer(prompt: str, cwd: Path) -> str:
 
 def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=None) -> str:
     """The context block for `query` in the stores seen from `cwd` (or in `workspace`); "" if none, or too slow."""
-    from forgemem.recall import server
+    from forgemem.recall import client
     from forgemem.workspace import Workspace
 
     if workspace is None:
@@ -178,14 +178,14 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=
         for warning in workspace.warnings:
             log(warning)
     limit = (timeout_ms if timeout_ms is not None else workspace.config.hook_timeout_ms) / 1000
-    request = server.query_request(workspace, "context", query[:4000])
+    request = client.query_request(workspace, "context", query[:4000])
     if not request["stores"]:
         return ""
     result: dict = {}
 
     def work() -> None:
         try:
-            result["answer"] = server.answer(request, on_notice=log, timeout=limit, start_first=True)
+            result["answer"] = client.answer(request, on_notice=log, timeout=limit, start_first=True)
         except Exception as exc:  # noqa: BLE001 - reported below, in the log
             result["error"] = f"{type(exc).__name__}: {exc}"
 

@@ -203,9 +203,9 @@ def server_search(workspace: Workspace, on_notice=None) -> Callable[[str, int], 
     """A search that asks the recall server first (in-process when none answers)."""
 
     def search(query: str, k: int) -> list[dict]:
-        from forgemem.recall import server
+        from forgemem.recall import client
 
-        answer = server.answer(server.query_request(workspace, "recall", query, k=k), on_notice=on_notice)
+        answer = client.answer(client.query_request(workspace, "recall", query, k=k), on_notice=on_notice)
         if not answer["ok"]:
             raise ForgememError(answer["error"])
         return answer["results"][0]

@@ -107,20 +107,20 @@ def recall(
         hops=config.retrieval_hop_depth if hops is None else hops,
         history=history,
     )
-    from forgemem.recall import server
+    from forgemem.recall import client
 
     batch = _read_queries(queries) if queries is not None else None
     items = batch if batch is not None else [{"id": None, "query": query}]
     ws = state.workspace()
     request = {
         "op": "recall",
-        "stores": server.store_dirs(ws),
+        "stores": client.store_dirs(ws),
         "use_embeddings": not lexical_only,
         "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"])} for item in items],
     }
     # A running server answers in milliseconds; otherwise do the work here (with a
     # progress bar for a long first build) and start a server for the next call.
-    answer = server.answer(request, prepare=_refresh, use_server=batch is None, on_notice=warn)
+    answer = client.answer(request, prepare=_refresh, use_server=batch is None, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
     for note in answer["notes"]:
@@ -229,15 +229,16 @@ def serve(
     status: bool = typer.Option(False, "--status", help="Say whether a server is running."),
 ) -> None:
     """Run the recall server (recall starts one by itself; FORGEMEM_SERVER=off turns that off)."""
-    from forgemem.recall import server
+    from forgemem.config import server_socket_path
+    from forgemem.recall import client, server
 
     if stop_:
-        out.print("stopped the recall server" if server.stop() else "no recall server was running")
+        out.print("stopped the recall server" if client.stop() else "no recall server was running")
         return
     if status:
-        answer = server.ask({"op": "ping", "stores": {}, "queries": []}, timeout=2.0)
+        answer = client.ask({"op": "ping", "stores": {}, "queries": []}, timeout=2.0)
         running = answer is not None
-        out.print(f"recall server {'running' if running else 'not running'} at {server.socket_path()}")
+        out.print(f"recall server {'running' if running else 'not running'} at {server_socket_path()}")
         raise typer.Exit(0 if running else EXIT_PROBLEMS)
     server.serve(idle_timeout=idle_timeout)
 
@@ -287,12 +288,12 @@ def context(
     Nothing is printed when nothing is relevant enough (see docs/hooks.md for the
     threshold); the block never exceeds the token budget.
     """
-    from forgemem.recall import server
+    from forgemem.recall import client
 
     if prompt == "-":
         prompt = sys.stdin.read()
-    request = server.query_request(state.workspace(), "context", prompt, k=k, budget=budget)
-    answer = server.answer(request, prepare=_refresh, on_notice=warn)
+    request = client.query_request(state.workspace(), "context", prompt, k=k, budget=budget)
+    answer = client.answer(request, prepare=_refresh, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
     if as_json:

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from forgemem import __version__
-from forgemem.recall import server
+from forgemem.recall import client as recall_client
+from forgemem.recall import protocol
 
 from ..conftest import SAMPLES
 
@@ -97,7 +98,7 @@ def served(tmp_path, monkeypatch):
         wait_for(sock.exists, what="the server socket")
         yield store, sock, process
     finally:
-        server.stop()
+        recall_client.stop()
         try:
             process.wait(15)
         except subprocess.TimeoutExpired:
@@ -158,7 +159,7 @@ def bad_requests(store: Path) -> list[dict]:
         recall_request(store, queries=query(hops=6)),
         recall_request(store, queries=query(hops=-1)),
         recall_request(store, queries=query(history="yes")),
-        recall_request(store, queries=query() * (server.MAX_QUERIES + 1)),
+        recall_request(store, queries=query() * (protocol.MAX_QUERIES + 1)),
         recall_request(store, use_embeddings="yes"),
         recall_request(store, log=None),
         recall_request(store, op="context", budget=-1),
@@ -185,10 +186,10 @@ def test_malformed_requests_get_an_error_and_the_server_keeps_serving(served):
 
 def test_a_line_over_the_size_cap_is_refused_without_reading_it_all(served):
     store, sock, process = served
-    huge = b'{"op": "recall", "queries": [{"text": "' + b"a" * (server.MAX_REQUEST_BYTES + 10) + b'"}]}\n'
+    huge = b'{"op": "recall", "queries": [{"text": "' + b"a" * (protocol.MAX_REQUEST_BYTES + 10) + b'"}]}\n'
     reply = raw(sock, huge)
-    assert reply == {"ok": False, "error": f"request longer than {server.MAX_REQUEST_BYTES} bytes"}
-    assert raw(sock, b"x" * (4 * server.MAX_REQUEST_BYTES)) == reply  # no newline at all
+    assert reply == {"ok": False, "error": f"request longer than {protocol.MAX_REQUEST_BYTES} bytes"}
+    assert raw(sock, b"x" * (4 * protocol.MAX_REQUEST_BYTES)) == reply  # no newline at all
     assert process.poll() is None
     assert_answers(sock, store)
 
@@ -218,27 +219,27 @@ def test_stores_that_are_not_memory_folders_are_refused_and_get_no_cache(served,
             assert reply["ok"] is False and "not serving store" in reply["error"], (folder, reply)
             assert process.poll() is None
             # the client never asks for such a store: it works in-process instead
-            assert server.request_problem(recall_request(store, stores={scope: folder})) is not None
+            assert protocol.request_problem(recall_request(store, stores={scope: folder})) is not None
     assert root_cache.exists() == root_cache_before
     for folder in (tmp_path / "cache", plain / "cache", shared / "cache", loose.parent / "cache", a_file.parent / "cache"):
         assert not folder.exists(), folder
-    assert server.request_problem(recall_request(store)) is None
+    assert protocol.request_problem(recall_request(store)) is None
     assert_answers(sock, store)
 
 
 def test_store_problem_checks_owner_and_modes(tmp_path, monkeypatch):
     memory = tmp_path / "p" / ".forge" / "memory"
     memory.mkdir(parents=True)
-    assert server.store_problem(str(memory)) is None
-    assert "another user" in server.store_problem(str(memory), uid=os.getuid() + 1)
+    assert protocol.store_problem(str(memory)) is None
+    assert "another user" in protocol.store_problem(str(memory), uid=os.getuid() + 1)
     memory.parent.chmod(0o757)
-    assert "other users can write" in server.store_problem(str(memory))
+    assert "other users can write" in protocol.store_problem(str(memory))
     memory.parent.chmod(0o755)
     memory.chmod(0o777)
-    assert "other users can write" in server.store_problem(str(memory))
+    assert "other users can write" in protocol.store_problem(str(memory))
     memory.chmod(0o755)
     monkeypatch.setattr(os, "getuid", lambda: 4242)
-    assert "another user" in server.store_problem(str(memory))
+    assert "another user" in protocol.store_problem(str(memory))
 
 
 # ------------------------------------------------------------------ stalled clients
@@ -249,20 +250,20 @@ def test_stalled_clients_do_not_hold_up_a_recall(served):
     assert_answers(sock, store)  # warm: the index is built and loaded
     stalled = []
     try:
-        for n in range(5):  # before, each of these held every other client for 30 s
-            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            client.connect(str(sock))
+        for n in range(5):  # before, each of these held every other conn for 30 s
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(str(sock))
             if n % 2:
-                client.sendall(b'{"op": "recall", "vers')  # half a line, then nothing
-            stalled.append(client)
+                conn.sendall(b'{"op": "recall", "vers')  # half a line, then nothing
+            stalled.append(conn)
         started = time.monotonic()
         assert_answers(sock, store)
         assert time.monotonic() - started < 20  # generous: the old server took 5 x 30 s here
     finally:
-        for client in stalled:
-            client.close()
+        for conn in stalled:
+            conn.close()
     assert process.poll() is None
-    assert server.ask({"op": "ping", "stores": {}, "queries": []}, timeout=10)["ok"]
+    assert recall_client.ask({"op": "ping", "stores": {}, "queries": []}, timeout=10)["ok"]
 
 
 def test_the_server_closes_a_silent_connection_and_stops_when_asked(served):
@@ -271,7 +272,7 @@ def test_the_server_closes_a_silent_connection_and_stops_when_asked(served):
         client.settimeout(60)
         client.connect(str(sock))
         assert client.recv(10) == b""  # closed by the server after its short read timeout
-    assert server.stop()
+    assert recall_client.stop()
     assert process.wait(15) == 0
     assert not sock.exists()
 
@@ -347,7 +348,7 @@ def client_env(tmp_path, monkeypatch):
     monkeypatch.setenv("FORGEMEM_SERVER", "on")
     started = []
     monkeypatch.setattr("forgemem.spawn.start_detached", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(server, "_said", set())
+    monkeypatch.setattr(protocol, "_said", set())
     return store, started
 
 
@@ -365,10 +366,10 @@ def test_client_refuses_a_socket_in_a_folder_others_can_write(tmp_path, monkeypa
     monkeypatch.setenv("FORGEMEM_SERVER_SOCKET", str(path))
     fake = FakeServer(path, INJECTED)
     try:
-        assert server.ask(PING, timeout=5) is None
-        assert server.ask(context_request(store), timeout=5) is None
+        assert recall_client.ask(PING, timeout=5) is None
+        assert recall_client.ask(context_request(store), timeout=5) is None
         notes = []
-        reply = server.answer(context_request(store), on_notice=notes.append, timeout=5)
+        reply = recall_client.answer(context_request(store), on_notice=notes.append, timeout=5)
         assert reply["ok"] and "IGNORE ALL" not in reply["context"] and "served_by" not in reply
         time.sleep(0.5)  # time for the fake to count a connection, had there been one
         assert fake.connections == 0  # refused before connecting
@@ -386,11 +387,11 @@ def test_client_refuses_a_socket_that_belongs_to_another_user(tmp_path, monkeypa
     monkeypatch.setenv("FORGEMEM_SERVER_SOCKET", str(path))
     fake = FakeServer(path, INJECTED)
     try:
-        assert server.ask(PING, timeout=5) == json.loads(INJECTED)  # ours: believed (it is our own process)
+        assert recall_client.ask(PING, timeout=5) == json.loads(INJECTED)  # ours: believed (it is our own process)
         connections = fake.connections
         monkeypatch.setattr(os, "getuid", lambda: 4242)  # now the socket and its folder are someone else's
         notes = []
-        assert server.ask(PING, timeout=5, on_notice=notes.append) is None
+        assert recall_client.ask(PING, timeout=5, on_notice=notes.append) is None
         time.sleep(0.5)  # time for the fake to count a connection, had there been one
         assert fake.connections == connections  # refused before connecting
         assert any("belongs to another user (uid" in note for note in notes), notes
@@ -404,13 +405,13 @@ def test_socket_problem_on_stat_results():
         return os.stat_result((mode, 0, 0, 1, owner, owner, 0, 0, 0, 0))
     sock_ok, dir_ok = st(stat.S_IFSOCK | 0o600, uid), st(stat.S_IFDIR | 0o700, uid)
     path = Path("/run/x/s.sock")
-    assert server.socket_problem(path, sock_ok, dir_ok, uid=uid) is None
-    assert server.socket_problem(path, sock_ok, st(stat.S_IFDIR | 0o755, uid), uid=uid) is None
-    assert "another user (uid 1001)" in server.socket_problem(path, st(stat.S_IFSOCK | 0o600, 1001), dir_ok, uid=uid)
-    assert "another user (uid 0)" in server.socket_problem(path, sock_ok, st(stat.S_IFDIR | 0o700, 0), uid=uid)
-    assert "other users can write" in server.socket_problem(path, sock_ok, st(stat.S_IFDIR | 0o1777, uid), uid=uid)
-    assert "not a socket" in server.socket_problem(path, st(stat.S_IFLNK | 0o777, uid), dir_ok, uid=uid)
-    assert "not a socket" in server.socket_problem(path, st(stat.S_IFREG | 0o600, uid), dir_ok, uid=uid)
+    assert protocol.socket_problem(path, sock_ok, dir_ok, uid=uid) is None
+    assert protocol.socket_problem(path, sock_ok, st(stat.S_IFDIR | 0o755, uid), uid=uid) is None
+    assert "another user (uid 1001)" in protocol.socket_problem(path, st(stat.S_IFSOCK | 0o600, 1001), dir_ok, uid=uid)
+    assert "another user (uid 0)" in protocol.socket_problem(path, sock_ok, st(stat.S_IFDIR | 0o700, 0), uid=uid)
+    assert "other users can write" in protocol.socket_problem(path, sock_ok, st(stat.S_IFDIR | 0o1777, uid), uid=uid)
+    assert "not a socket" in protocol.socket_problem(path, st(stat.S_IFLNK | 0o777, uid), dir_ok, uid=uid)
+    assert "not a socket" in protocol.socket_problem(path, st(stat.S_IFREG | 0o600, uid), dir_ok, uid=uid)
 
 
 FAKE_AS_NOBODY = textwrap.dedent("""
@@ -439,13 +440,13 @@ def test_client_refuses_a_server_run_by_another_user(tmp_path, monkeypatch, clie
                             stdout=subprocess.PIPE, text=True)
     try:
         assert fake.stdout.readline().strip() == "ready"
-        assert server.socket_problem(path) is None  # the file checks pass: only the peer check can tell
+        assert protocol.socket_problem(path) is None  # the file checks pass: only the peer check can tell
         notes = []
-        assert server.ask(PING, timeout=5, on_notice=notes.append) is None
+        assert recall_client.ask(PING, timeout=5, on_notice=notes.append) is None
         assert any(f"belongs to another user (uid {NOBODY})" in note for note in notes), notes
-        reply = server.answer(context_request(store), on_notice=notes.append, timeout=5)
+        reply = recall_client.answer(context_request(store), on_notice=notes.append, timeout=5)
         assert reply["ok"] and "IGNORE ALL" not in reply["context"]
-        assert not server.stop()
+        assert not recall_client.stop()
     finally:
         fake.kill()
         fake.wait()
@@ -510,7 +511,7 @@ def test_server_refuses_a_client_of_another_user(monkeypatch):
             assert process.poll() is None
             assert send(path, recall_request(store))["ok"]  # its own user is still served
         finally:
-            server.stop()
+            recall_client.stop()
             process.wait(15)
     finally:
         shutil.rmtree(top, ignore_errors=True)
@@ -537,13 +538,13 @@ def test_a_fake_server_of_ours_answering_garbage_is_not_believed(tmp_path, monke
     fake = FakeServer(path, reply, wait)
     try:
         notes = []
-        answer = server.answer(context_request(store), on_notice=notes.append, timeout=1)
+        answer = recall_client.answer(context_request(store), on_notice=notes.append, timeout=1)
         assert answer["ok"] and "served_by" not in answer and "<forgemem-context>" in answer["context"]
         assert fake.connections == 1
         assert started  # the in-process answer starts a real server for next time
         recall = {**context_request(store), "op": "recall"}
         recall.pop("budget")
-        assert server.answer(recall, on_notice=notes.append, timeout=1)["results"]
+        assert recall_client.answer(recall, on_notice=notes.append, timeout=1)["results"]
     finally:
         fake.close()
 
@@ -566,11 +567,11 @@ def test_start_in_background_never_runs_a_repositorys_forgemem_package(tmp_path,
     monkeypatch.setenv("FORGEMEM_SERVER_SOCKET", str(path))
     monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
     try:
-        server.start_in_background()
-        answer = wait_for(lambda: server.ask(PING, timeout=2), what="the background server's answer")
+        recall_client.start_in_background()
+        answer = wait_for(lambda: recall_client.ask(PING, timeout=2), what="the background server's answer")
         assert answer["ok"] and answer["served_by"] != os.getpid()
     finally:
-        server.stop()
+        recall_client.stop()
     assert not marker.exists(), marker.read_text()
     log = path.with_suffix(".log")
     assert log.exists() and stat.S_IMODE(log.stat().st_mode) == 0o600
