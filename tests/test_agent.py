@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.agents import hooks, install, slash
+from forgemem.agents import claude_code, codex, hooks, slash
 from forgemem.recall import context as context_module
 from forgemem.recall.engine import RecallEngine
 from forgemem.recall.rank import Query
@@ -179,13 +179,13 @@ def prompt_event(project: Path, prompt: str, transcript: str = "/tmp/none.jsonl"
 
 
 def test_user_prompt_submit_injects_context(project, workspace, model_cache):
-    output = hooks.claude_code(prompt_event(project, "how do I run the tests?"), timeout_ms=60_000)
+    output = claude_code.claude_code(prompt_event(project, "how do I run the tests?"), timeout_ms=60_000)
     data = json.loads(output)
     specific = data["hookSpecificOutput"]
     assert specific["hookEventName"] == "UserPromptSubmit"
     assert specific["additionalContext"].startswith(context_module.OPEN)
     assert "make test" in specific["additionalContext"]
-    assert hooks.claude_code(prompt_event(project, "thanks"), timeout_ms=60_000) == ""
+    assert claude_code.claude_code(prompt_event(project, "thanks"), timeout_ms=60_000) == ""
 
 
 def test_session_start_after_compaction_reinjects_for_the_recent_turns(project, workspace, tmp_path):
@@ -194,16 +194,16 @@ def test_session_start_after_compaction_reinjects_for_the_recent_turns(project, 
         "role": "user", "content": "we need a new database migration for the berths table"}}) + "\n")
     event = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(project),
              "hook_event_name": "SessionStart", "source": "compact"}
-    output = json.loads(hooks.claude_code(json.dumps(event), timeout_ms=60_000))
+    output = json.loads(claude_code.claude_code(json.dumps(event), timeout_ms=60_000))
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "Alembic" in output["hookSpecificOutput"]["additionalContext"]
-    assert hooks.claude_code(json.dumps({**event, "source": "startup"})) == ""
+    assert claude_code.claude_code(json.dumps({**event, "source": "startup"})) == ""
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"hook_event_name": "UserPromptSubmit", "prompt": 5}'])
 def test_hooks_fail_open(project, stdin, isolated_home, monkeypatch):
     monkeypatch.chdir(project)
-    assert hooks.claude_code(stdin) == ""
+    assert claude_code.claude_code(stdin) == ""
     if stdin not in ("",):
         assert "claude-code hook failed" in hooks.log_path().read_text()
 
@@ -217,7 +217,7 @@ def test_a_slow_recall_is_cut_off(project, workspace, monkeypatch):
 
     monkeypatch.setattr(client, "answer", slow)
     started = time.monotonic()
-    assert hooks.claude_code(prompt_event(project, "how do I run the tests?"), timeout_ms=200) == ""
+    assert claude_code.claude_code(prompt_event(project, "how do I run the tests?"), timeout_ms=200) == ""
     assert time.monotonic() - started < 1.5
     assert "longer than 0.2 s" in hooks.log_path().read_text()
 
@@ -253,12 +253,12 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     data = json.loads(settings.read_text())
     assert data["permissions"] == {"allow": ["Bash(make test)"]}
     assert [h["hooks"][0]["command"] for h in data["hooks"]["Stop"]][0] == "notify-send done"
-    for event in install.HOOK_EVENTS:
+    for event in claude_code.HOOK_EVENTS:
         ours = [e for e in data["hooks"][event] if "forgemem hook claude-code" in e["hooks"][0]["command"]]
         assert len(ours) == 1
     assert data["hooks"]["SessionStart"][0]["matcher"] == "compact"
     command_file = project / ".claude" / "commands" / "forgemem.md"
-    assert command_file.read_text() == install.SLASH_COMMAND_TEXT
+    assert command_file.read_text() == claude_code.SLASH_COMMAND_TEXT
     assert "!`" not in command_file.read_text() and "$ARGUMENTS" not in command_file.read_text()
     installed = settings.read_text()
     again = cli("install", "claude-code")
@@ -398,7 +398,7 @@ def test_codex_notify_captures_from_the_sessions_rollout(cli, project, isolated_
     payload = json.dumps({"type": "agent-turn-complete", "thread-id": "cx-1", "turn-id": "t1",
                           "cwd": str(project), "input-messages": ["we always use pnpm, never npm"],
                           "last-assistant-message": "Switching the scripts to pnpm."})
-    assert hooks.find_codex_rollout("cx-1") == rollout
+    assert codex.find_codex_rollout("cx-1") == rollout
     store = project / ".forge" / "memory"
     before = set(store.rglob("*.md"))
     monkeypatch.setenv("FORGEMEM_REPO_DIR", str(store))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.agents import hooks
+from forgemem.agents import claude_code, codex
 from forgemem.capture.capturer import Capturer, make_classifier
 from forgemem.capture.classify import agent_cli
 from forgemem.capture.classify.agent_cli import ClaudeCLIClassifier, CodexCLIClassifier
@@ -306,8 +306,9 @@ def test_the_cli_sees_only_redacted_text_on_stdin_and_runs_outside_the_project(a
 
 def test_the_hooks_do_nothing_inside_a_classifier_run(tmp_path, monkeypatch):
     started: list[tuple] = []
-    monkeypatch.setattr(hooks, "capture_in_background", lambda *args: started.append(args))
-    monkeypatch.setattr(hooks, "context_for", lambda *args, **kw: "SHOULD NOT BE INJECTED")
+    for module in (claude_code, codex):  # each agent's module starts capture through its own import of it
+        monkeypatch.setattr(module, "capture_in_background", lambda *args: started.append(args))
+    monkeypatch.setattr(claude_code, "context_for", lambda *args, **kw: "SHOULD NOT BE INJECTED")
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("")
     stop = json.dumps({"hook_event_name": "Stop", "transcript_path": str(transcript), "cwd": str(tmp_path)})
@@ -319,13 +320,13 @@ def test_the_hooks_do_nothing_inside_a_classifier_run(tmp_path, monkeypatch):
     notify = json.dumps({"type": "agent-turn-complete", "thread-id": "t-1", "cwd": str(tmp_path)})
 
     monkeypatch.setenv(agent_cli.CLASSIFIER_RUN_ENV, "1")
-    assert hooks.claude_code(stop) == "" and hooks.claude_code(prompt) == ""
-    hooks.codex(notify)
+    assert claude_code.claude_code(stop) == "" and claude_code.claude_code(prompt) == ""
+    codex.codex(notify)
     assert started == []  # nothing captured, nothing injected
 
     monkeypatch.delenv(agent_cli.CLASSIFIER_RUN_ENV)  # the same events in the user's own session do act
-    hooks.claude_code(stop)
-    hooks.codex(notify)
+    claude_code.claude_code(stop)
+    codex.codex(notify)
     assert len(started) == 2
 
 

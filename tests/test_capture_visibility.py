@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from forgemem.agents import hooks
+from forgemem.agents import claude_code, hooks
 from forgemem.capture import announce
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.observer import Observer, ObserverState, state_path
@@ -66,7 +66,7 @@ def prompt_event(project: Path, prompt: str) -> dict:
 
 def hook(project: Path, prompt: str, timeout_ms: int = 60_000) -> dict:
     """The in-process hook's answer for a prompt, parsed ({} for no output)."""
-    output = hooks.claude_code(json.dumps(prompt_event(project, prompt)), timeout_ms=timeout_ms)
+    output = claude_code.claude_code(json.dumps(prompt_event(project, prompt)), timeout_ms=timeout_ms)
     return json.loads(output) if output else {}
 
 
@@ -261,7 +261,7 @@ def test_a_session_start_after_compaction_does_not_announce(project, workspace, 
     transcript.write_text(user_line("which linter?"))
     event = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(project),
              "hook_event_name": "SessionStart", "source": "compact"}
-    output = hooks.claude_code(json.dumps(event), timeout_ms=60_000)
+    output = claude_code.claude_code(json.dumps(event), timeout_ms=60_000)
     assert "systemMessage" not in output
     assert hook(project, "hi")["systemMessage"].startswith("forgemem saved 1 memory")
 

@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 
 from forgemem.cli.app import app, err, out, state, warn
-from forgemem.errors import UsageError
 
 
 @app.command()
@@ -28,17 +27,15 @@ def hook(
     payload: Optional[str] = typer.Argument(None, help="codex: the JSON Codex passes to its notify program."),
 ) -> None:
     """Handle an agent's hook event (Claude Code: JSON on stdin). Always exits 0: hooks fail open."""
-    from forgemem.agents import hooks
+    from forgemem.agents import hooks, registry
 
-    if agent == "claude-code":
-        hooks.main_claude_code()
-    elif agent == "codex":
-        hooks.codex(payload or "")
-    else:
+    adapter = registry.get(agent) if agent in registry.AGENTS else None
+    if adapter is None or adapter.hook is None:
         hooks.log(f"hook for unknown agent {agent!r} ignored")
+        return
+    adapter.hook(payload)
 
 
-_AGENTS = ("claude-code", "codex", "git")
 
 
 _AGENT_ARGUMENT = typer.Argument(..., help="claude-code, codex or git.")
@@ -51,21 +48,10 @@ _DRY_RUN_OPTION = typer.Option(False, "--dry-run", help="Show the diff; change n
 
 
 def _install_plan(agent: str, user: bool, uninstall: bool):
-    from forgemem.agents import install
-    from forgemem.store.folder import find_repo_root
+    from forgemem.agents import registry
 
-    if agent not in _AGENTS:
-        raise UsageError(f"unknown agent {agent!r} (known: {', '.join(_AGENTS)})")
-    if agent == "git":
-        root = find_repo_root(state.where())
-        if root is None:
-            raise UsageError("not in a git repository")
-        return (install.plan_git_uninstall if uninstall else install.plan_git_install)(root)
-    if agent == "claude-code":
-        folder = install.claude_dir(find_repo_root(state.where()), user)
-        return (install.plan_claude_code_uninstall if uninstall else install.plan_claude_code_install)(folder)
-    config = install.codex_config_path()
-    return (install.plan_codex_uninstall if uninstall else install.plan_codex_install)(config)
+    adapter = registry.get(agent)
+    return (adapter.uninstall_plan if uninstall else adapter.install_plan)(user, state.where())
 
 
 def _run_plan(plan, dry_run: bool, verb: str) -> None:

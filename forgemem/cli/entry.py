@@ -17,7 +17,7 @@ def run() -> None:
     if sys.argv[1:] == ["hook", "claude-code"]:
         import os
 
-        from forgemem.agents.hooks import main_claude_code
+        from forgemem.agents.claude_code import main_claude_code
 
         code = main_claude_code()
         # A recall given up on (over hook_timeout_ms) may still be running native code (ONNX

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from forgemem import spawn
-from forgemem.agents import install
+from forgemem.agents import claude_code, codex
 from forgemem.store.model import normalize_body
 from forgemem.workspace import Workspace
 
@@ -85,18 +85,17 @@ def test_claude_code_hooks_take_hostile_text_as_data(cli, project, hostile_forge
 
 
 def test_slash_answers_every_command_through_the_hook(project, monkeypatch):
-    from forgemem.agents import hooks
 
     monkeypatch.chdir(project)
     event = {"hook_event_name": "UserPromptSubmit", "cwd": str(project), "session_id": "s"}
     for prompt, expected in [("/forgemem", "memories"), ("/forgemem help", "/memory"),
                              ("/forgemem list corrections", "corrections"), ("/forgemem bogus", "Unknown")]:
-        out = json.loads(hooks.claude_code(json.dumps({**event, "prompt": prompt})))
+        out = json.loads(claude_code.claude_code(json.dumps({**event, "prompt": prompt})))
         assert out["decision"] == "block" and expected in out["reason"], (prompt, out)
     # a prompt that merely mentions the command is an ordinary prompt
-    assert "decision" not in (hooks.claude_code(json.dumps({**event, "prompt": "what does /forgemem do?"}))
+    assert "decision" not in (claude_code.claude_code(json.dumps({**event, "prompt": "what does /forgemem do?"}))
                               or "{}")
-    assert "decision" not in (hooks.claude_code(json.dumps({**event, "prompt": "/forgemember x"})) or "{}")
+    assert "decision" not in (claude_code.claude_code(json.dumps({**event, "prompt": "/forgemember x"})) or "{}")
 
 
 def test_codex_entries_are_valid_toml_argv_and_take_hostile_json_as_data(cli, hostile_forgemem, tmp_path,
@@ -131,6 +130,6 @@ def test_the_git_diff_driver_runs_from_a_hostile_path(cli, project, hostile_forg
 
 def test_install_codex_with_an_emoji_in_the_path_writes_valid_toml(tmp_path):
     config = tmp_path / "codex" / "config.toml"
-    plan = install.plan_codex_install(config)
+    plan = codex.plan_codex_install(config)
     plan.apply()
     tomllib.loads(config.read_text())
