@@ -45,7 +45,7 @@ from pathlib import Path
 from forgemem.errors import Problem
 from forgemem.store.folder import Store
 from forgemem.store.memfile import front_matter
-from forgemem.store.model import Memory, Relation, format_timestamp
+from forgemem.store.model import Memory, format_timestamp
 
 SCHEMA_VERSION = "3"
 EMBED_CHUNK = 256
@@ -99,28 +99,7 @@ def _json_default(value):
 
 def from_record(record: str, path: Path) -> Memory:
     data = json.loads(record)
-    meta = data["meta"]
-    supersedes = meta["supersedes"]
-    return Memory(
-        id=meta["id"],
-        body=data["body"],
-        scope=meta["scope"],
-        category=meta["category"],
-        created_at=datetime.fromisoformat(meta["created_at"]),
-        updated_at=datetime.fromisoformat(meta["updated_at"]),
-        version=meta["version"],
-        supersedes=() if supersedes is None else (supersedes,) if isinstance(supersedes, str) else tuple(supersedes),
-        related=tuple(Relation(r["id"], r["relationship"]) for r in meta["related"]),
-        session_id=meta["session_id"],
-        trigger=meta["trigger"],
-        extra={k: v for k, v in meta.items() if k not in _REQUIRED},
-        path=path,
-    )
-
-
-_REQUIRED = frozenset(
-    ("id", "created_at", "updated_at", "version", "scope", "category", "supersedes", "related", "session_id", "trigger")
-)
+    return Memory.from_front_matter(data["meta"], data["body"], path)
 
 
 # ----------------------------------------------------------------- reports

@@ -226,26 +226,10 @@ def record_from_meta(
     if problems:
         return None, problems
 
-    extra = {key: meta[key] for key in OPTIONAL_KEYS if key in meta}
-    extra.update(
-        (key, value)
-        for key, value in meta.items()
-        if key not in REQUIRED_KEYS and key not in OPTIONAL_KEYS
-    )
-    memory = Memory(
-        id=meta["id"],
-        body=text,
-        scope=meta["scope"],
-        category=meta["category"],
-        created_at=stamps["created_at"],
-        updated_at=stamps["updated_at"],
-        version=version,
-        supersedes=supersedes,
-        related=tuple(related),
-        session_id=session_id,
-        trigger=meta["trigger"],
-        extra=extra,
-        path=path,
+    memory = Memory.from_front_matter(
+        {**meta, "created_at": stamps["created_at"], "updated_at": stamps["updated_at"],
+         "supersedes": list(supersedes) or None, "related": related, "session_id": session_id},
+        text, path,
     )
     return memory, []
 

@@ -111,6 +111,31 @@ class Memory:
     extra: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
+    @classmethod
+    def from_front_matter(cls, meta: dict, body: str, path: Path | None = None) -> Memory:
+        """The record from front matter already checked (`memfile`) or cached from a checked file
+        (`index`): the one place a `Memory` is built from its keys. Timestamps may be datetimes
+        or ISO-8601 text; unknown keys are kept, in their order, after the optional ones."""
+        supersedes = meta["supersedes"]
+        extra = {key: meta[key] for key in OPTIONAL_KEYS if key in meta}
+        extra.update((k, v) for k, v in meta.items() if k not in REQUIRED_KEYS and k not in OPTIONAL_KEYS)
+        return cls(
+            id=meta["id"],
+            body=body,
+            scope=meta["scope"],
+            category=meta["category"],
+            created_at=_stamp(meta["created_at"]),
+            updated_at=_stamp(meta["updated_at"]),
+            version=meta["version"],
+            supersedes=() if supersedes is None else (supersedes,) if isinstance(supersedes, str) else tuple(supersedes),
+            related=tuple(r if isinstance(r, Relation) else Relation(r["id"], r["relationship"])
+                          for r in meta.get("related") or ()),
+            session_id=meta.get("session_id"),
+            trigger=meta["trigger"],
+            extra=extra,
+            path=path,
+        )
+
     @property
     def tags(self) -> list[str]:
         tags = self.extra.get("tags") or []
@@ -187,3 +212,7 @@ def short_ids(ids, length: int = 8) -> dict[str, str]:
     for memory_id in ids:  # also under the exact spelling given (with or without mem_)
         result[memory_id] = result[f"mem_{memory_id.removeprefix('mem_')}"]
     return result
+
+
+def _stamp(value) -> datetime:
+    return to_utc(value if isinstance(value, datetime) else datetime.fromisoformat(value))
