@@ -274,9 +274,12 @@ class Workspace:
         from forgemem.store import memfile
         from forgemem.store.redact import redact, redact_value
 
-        snap = snapshot or self.load()
-        old = [snap.resolve(ref) for ref in supersedes]
+        supersedes, related = list(supersedes), list(related)
+        # the stores are read only when there is something to resolve: a plain add writes one file
+        snap = snapshot or (self.load() if supersedes or related else None)
+        old = [snap.resolve(ref) for ref in supersedes] if snap is not None else []
         for memory in old:
+            assert snap is not None
             if not snap.graph.is_head(memory.id):
                 newer = ", ".join(snap.graph.superseded_by[memory.id])
                 raise UsageError(
@@ -293,6 +296,7 @@ class Workspace:
         relations = []
         for ref, relationship in related:
             require_choice("relationship", relationship, RELATIONSHIPS)
+            assert snap is not None
             relations.append(Relation(snap.resolve(ref).id, relationship))
         store = self.store(scope)
         text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates in a file
