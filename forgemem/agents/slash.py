@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Callable
 
 from forgemem.errors import ForgememError
-from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, short_ids
+from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, short, short_ids
 from forgemem.workspace import Snapshot, Workspace
 
 LIST_LIMIT = 50
@@ -116,7 +116,7 @@ class _Ids:
         self.short = short_ids(list(snap.graph.memories))
 
     def __call__(self, memory_id: str) -> str:
-        return self.short.get(memory_id, memory_id.removeprefix("mem_")[:8])
+        return self.short.get(memory_id, short(memory_id))
 
 
 def _one_line(text: str, limit: int = 160) -> str:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forgemem.store.model import PROPOSED
+from forgemem.store.model import PROPOSED, short
 
 if TYPE_CHECKING:
     from forgemem.store.model import Memory
@@ -130,7 +130,7 @@ class Saved:
 
     @property
     def short(self) -> str:
-        return self.memory.removeprefix("mem_")[:8]
+        return short(self.memory)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, app, emit_json, err, out, state, warn
 from forgemem.errors import UsageError
+from forgemem.store.model import short
 
 
 @app.command()
@@ -87,10 +88,10 @@ def observe(
         for memory in result.written:
             edge = ""
             if memory.supersedes:
-                edge = f" (supersedes {memory.supersedes[0][:12]})"
+                edge = f" (supersedes {short(memory.supersedes[0])})"
             elif memory.related:
-                edge = f" ({memory.related[0].relationship} {memory.related[0].id[:12]})"
-            out.print(f"+ {memory.id[:12]} {memory.scope}/{memory.category}{edge}: {escape(memory.title)}")
+                edge = f" ({memory.related[0].relationship} {short(memory.related[0].id)})"
+            out.print(f"+ {short(memory.id)} {memory.scope}/{memory.category}{edge}: {escape(memory.title)}")
 
     if once:
         read, ran = observer.once(compaction=compaction, final=final, on_result=report)
@@ -157,6 +158,6 @@ def _print_last_writes(writes: list[dict]) -> None:
     out.print("last writes:")
     for w in writes:
         pending = "  (not announced yet)" if w.get("announced") is False else ""
-        out.print(escape(f"  {w['time']} {w['transcript']} {w['id'][4:12]} {w['scope']}/{w['category']}: "
+        out.print(escape(f"  {w['time']} {w['transcript']} {short(w['id'])} {w['scope']}/{w['category']}: "
                          f"{w['text']}{pending}"))
 

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _repo_root, app, emit_json, err, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError
+from forgemem.store.model import short
 
 
 @app.command()
@@ -117,7 +118,7 @@ def consolidate(
         for reason in cluster.reasons:
             out.print(f"  [dim]{escape(reason)}[/]")
         for memory in cluster.memories:
-            out.print(f"  - {memory.id[4:12]} {escape(memory.body)}")
+            out.print(f"  - {short(memory.id)} {escape(memory.body)}")
         if cluster.blocked_by:
             out.print("  [red]contradiction inside: not merged; resolve it with `forgemem resolve`[/]")
             continue

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state
 from forgemem.errors import EXIT_PROBLEMS, UsageError
-from forgemem.store.model import Memory
+from forgemem.store.model import Memory, short
 
 
 def _label(memory: Memory) -> str:
@@ -170,12 +170,12 @@ def stats(as_json: bool = JSON_OPTION) -> None:
                        ("low_confidence", "low confidence (< 0.5)"), ("old", "not updated in a year"),
                        ("stale", "stale (`forgemem doctor`)")):
         ids = h[key]
-        table.add_row(label, str(len(ids)), " ".join(i[4:12] for i in ids[:4]) + (" …" if len(ids) > 4 else ""))
+        table.add_row(label, str(len(ids)), " ".join(short(i) for i in ids[:4]) + (" …" if len(ids) > 4 else ""))
     table.add_row("conflicts and forks", str(h["conflicts"]), "`forgemem conflicts`" if h["conflicts"] else "")
     table.add_row("version chains", str(h["chains"]), "")
     if h["most_recalled"]:
         table.add_row("most recalled", str(h["most_recalled"][0][1]),
-                      " ".join(f"{i[4:12]}×{n}" for i, n in h["most_recalled"][:4]))
+                      " ".join(f"{short(i)}×{n}" for i, n in h["most_recalled"][:4]))
     out.print(table)
     if h["growth"]:
         peak = max(g["added"] for g in h["growth"])

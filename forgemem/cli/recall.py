@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, load, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
-from forgemem.store.model import CATEGORIES, PROPOSED
+from forgemem.store.model import CATEGORIES, PROPOSED, short
 from forgemem.views import conflicts_json
 
 
@@ -23,13 +23,13 @@ def _print_hits(hits: list[dict], explain: bool) -> None:
     for n, hit in enumerate(hits, start=1):
         flags = ""
         if hit["superseded_by"]:
-            flags += f" [yellow](superseded by {', '.join(x[4:12] for x in hit['superseded_by'])})[/]"
+            flags += f" [yellow](superseded by {', '.join(short(x) for x in hit['superseded_by'])})[/]"
         if hit["conflicts"]:
             flags += " [red]CONFLICT[/]"
         if hit.get("status") == PROPOSED:
             flags += " [magenta](proposed: not reviewed yet)[/]"
         out.print(
-            f"[bold]{n:>2}. {hit['id'][4:12]}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "
+            f"[bold]{n:>2}. {short(hit['id'])}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "
             f"v{hit['version']}  [dim]score {hit['score']:.3f}[/]{flags}"
         )
         for line in hit["content"].splitlines() or [""]:
@@ -214,7 +214,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
                 out.print(f"{scope}: {escape(line)}")
             out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
         for finding in stale:
-            out.print(f"[yellow]stale[/] {finding.memory.id[4:12]}: {escape(finding.detail)} — "
+            out.print(f"[yellow]stale[/] {short(finding.memory.id)}: {escape(finding.detail)} — "
                       f"{escape(finding.memory.title[:80])}")
         if root is not None and not stale:
             out.print("no stale memories (paths and symbols they name still exist)")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from forgemem.store.model import Memory, Relation
+from forgemem.store.model import Memory, Relation, short
 from forgemem.workspace import Snapshot, Workspace
 
 DUPLICATE_AT = 0.85
@@ -130,7 +130,7 @@ def find_clusters(snap: Snapshot, embedder, stored: dict[str, bytes] | None = No
             component = component[:MAX_CLUSTER]
             cluster = Cluster(
                 [members[n] for n in component],
-                [f"{members[a].id[4:12]} + {members[b].id[4:12]}: {why}"
+                [f"{short(members[a].id)} + {short(members[b].id)}: {why}"
                  for pair, why in sorted(reasons.items(), key=lambda kv: sorted(kv[0]))
                  for a, b in [sorted(pair)] if a in component and b in component],
             )

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from forgemem.config import FORGE_DIR, MEMORY_DIR
 from forgemem.errors import ForgememError, Problem, UsageError
-from forgemem.store.model import PROPOSED, Memory, short_ids
+from forgemem.store.model import PROPOSED, Memory, short, short_ids
 
 WORKTREE, INDEX = "worktree", "index"
 
@@ -363,7 +363,7 @@ def _provenance(memory: Memory, status: bool = True) -> str:
 
 def render_markdown(result: Review) -> str:
     ids = short_ids(list(result.new.memories) + list(result.old.memories))
-    s = lambda memory_id: f"`{ids.get(memory_id, memory_id[4:12])}`"  # noqa: E731
+    s = lambda memory_id: f"`{ids.get(memory_id, short(memory_id))}`"  # noqa: E731
     added, versions, edits = result.of("added"), result.of("version"), result.of("edit")
     accepted, deleted = result.of("accepted"), result.of("deleted")
     counts = [f"{len(added)} added", f"{len(versions)} new version(s)", f"{len(edits)} hand edit(s)"]

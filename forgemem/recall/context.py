@@ -30,7 +30,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from forgemem.store.model import PROPOSED, short_ids
+from forgemem.store.model import PROPOSED, short, short_ids
 
 DEFAULT_BUDGET = 1500
 MIN_COSINE = 0.40
@@ -103,15 +103,15 @@ def fence_safe(text: str) -> str:
     return _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), folded)
 
 
-def line_for(hit: dict, short: dict[str, str]) -> str:
+def line_for(hit: dict, labels: dict[str, str]) -> str:
     body = fence_safe(hit["content"])
-    line = f"- [{short[hit['id']]} {hit['category']}] {body}"
+    line = f"- [{labels[hit['id']]} {hit['category']}] {body}"
     if hit.get("scope") == "user":
         line += " (personal)"
     if hit.get("status") == PROPOSED:
         line += " (proposed, not reviewed)"
     if hit.get("conflicts"):
-        line += " ⚠ CONFLICT with " + ", ".join(short.get(c, c[4:12]) for c in hit["conflicts"])
+        line += " ⚠ CONFLICT with " + ", ".join(labels.get(c, short(c)) for c in hit["conflicts"])
     return line
 
 
@@ -127,14 +127,14 @@ def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, m
                 ids.add(other)
     if not chosen or budget <= 0:
         return ContextBlock("", 0, left_out=len(chosen))
-    short = short_ids([h["id"] for h in hits] + [c for h in hits for c in h.get("conflicts", [])])
+    labels = short_ids([h["id"] for h in hits] + [c for h in hits for c in h.get("conflicts", [])])
     frame = f"{OPEN}\n{PREAMBLE}\n{CLOSE}"
     used = count_tokens(frame, model) + 2  # the newlines around the lines
     if used > budget:
         return ContextBlock("", 0, left_out=len(chosen))
     lines, kept = [], []
     for hit in chosen:
-        line = line_for(hit, short)
+        line = line_for(hit, labels)
         cost = count_tokens(line, model) + 1
         if used + cost > budget:
             continue  # a smaller one further down may still fit

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from forgemem.store.model import EDGE_TYPES, Memory
+from forgemem.store.model import EDGE_TYPES, Memory, short
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -44,7 +44,7 @@ class Step:
     def describe(self) -> str:
         """`9f7ab1bf <-relates-to- 39acb05f`: short ids, the arrow as the edge points in the files."""
         arrow = f"<-{self.type}-" if self.reverse else f"-{self.type}->"
-        return f"{self.source[4:12]} {arrow} {self.target[4:12]}"
+        return f"{short(self.source)} {arrow} {short(self.target)}"
 
 
 class MemoryGraph:

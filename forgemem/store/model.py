@@ -161,7 +161,7 @@ class Memory:
         return self.body.split("\n", 1)[0]
 
     def short_id(self) -> str:
-        return self.id[4:12]
+        return short(self.id)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view, for `--json` output and the Python API."""
@@ -194,6 +194,12 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def short(memory_id: str) -> str:
+    """The 8 hex digits people see for an id (`mem_9f7ab1bf-…` -> `9f7ab1bf`); `short_ids` makes
+    them unambiguous where a listing needs it, and every command accepts either back."""
+    return memory_id.removeprefix("mem_")[:8]
 
 
 def short_ids(ids, length: int = 8) -> dict[str, str]:
