@@ -283,7 +283,13 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"\bmake [a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
 
 
-def scope_for(sentence: str, category: str, user_p: float, has_repo: bool) -> tuple[str, str]:
+#: how sure the category head must be that a rule is personal style before, with no cue, it goes to the
+#: user store (below it, style and project convention are not told apart: the repo, where review sees it)
+SURE_OF_STYLE = 0.6
+
+
+def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
+              category_p: float = 1.0) -> tuple[str, str]:
     """(scope, why): explicit cues first, then what it is about, then the content model; repo when unsure."""
     if not has_repo:
         return "user", "no repo store"
@@ -303,6 +309,10 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool) -> tu
         return "user", f"cue “{user_cue.group(0)}”"
     if category in ("project-conventions", "architectural-decisions"):
         return "repo", "project knowledge"
+    if category == "coding-preferences" and category_p >= SURE_OF_STYLE:
+        # clearly a style rule, said with no word about this repository: the person's (one said "for this
+        # repo" is a project convention, and a cue or the repository's own paths decided it above)
+        return "user", "personal style"
     if user_p >= 0.6:
         return "user", "personal style"
     return "repo", "unsure: the repo, where git review sees it"

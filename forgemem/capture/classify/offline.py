@@ -369,7 +369,8 @@ class OfflineClassifier:
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
             about = f"{before}\n{unit}" if confirm else unit
-            scope, why_scope = learned_scope(about, category, decision.user_p, self.has_repo)
+            scope, why_scope = learned_scope(about, category, decision.user_p, self.has_repo,
+                                           dict(decision.categories).get(category, decision.category_p))
             text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
                              proposal=before if confirm else "")
             nearest = neighbours(text)
