@@ -97,6 +97,8 @@ class Workspace:
     def __init__(self, stores: dict[str, Store], config: Config | None = None):
         self.stores = stores
         self.warnings: list[str] = []
+        self.pending_repo: Path | None = None  # a repo store not created yet (see `open`)
+        self.created: list[Path] = []  # stores this workspace created
         self._indexes: dict[str, StoreIndex] | None = None
         self._usage: dict[str, Usage] | None = None
         if config is None:
@@ -111,17 +113,29 @@ class Workspace:
         cwd: Path | None = None,
         repo_dir: Path | str | None = None,
         user_dir: Path | str | None = None,
+        repo_on_first_write: bool = False,
     ) -> "Workspace":
-        """Find both stores: explicit folders, then env vars, then discovery."""
+        """Find both stores: explicit folders, then env vars, then discovery.
+
+        With `repo_on_first_write` (capture), a git repository without a `.forge/` still gets a repo
+        store at its root, created (as `forgemem init` would) only when a memory is first written to it:
+        knowledge about a repository never lands in the personal store for want of a folder.
+        """
         cwd = Path(cwd) if cwd else Path.cwd()
         user = Path(user_dir or os.environ.get("FORGEMEM_USER_DIR") or user_memory_dir())
         repo_override = repo_dir or os.environ.get("FORGEMEM_REPO_DIR")
         skipped: list[str] = []
         repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user, skipped=skipped)
+        pending = None
+        if repo is None and repo_on_first_write and not repo_override:
+            root = find_repo_root(cwd)
+            if root is not None and not (root / FORGE_DIR).exists() and root != Path.home().resolve():
+                repo = pending = root / FORGE_DIR / MEMORY_DIR
         stores = {"user": Store("user", user.expanduser().absolute())}
         if repo is not None:
             stores["repo"] = Store("repo", repo.expanduser().absolute())
         workspace = cls(stores)
+        workspace.pending_repo = pending
         workspace.warnings[:0] = skipped
         return workspace
 
@@ -136,6 +150,13 @@ class Workspace:
                 "or pass --repo-dir PATH/.forge/memory"
             )
         return self.stores[scope]
+
+    def capture_store(self) -> Store:
+        """The store whose cache keeps capture's state (offsets, passes, notices): the repo's, unless it
+        was not there when this workspace opened (its folder, and so a `.gitignore` for its cache, may
+        not exist yet), then the user's."""
+        repo = self.stores.get("repo")
+        return repo if repo is not None and self.pending_repo is None else self.stores["user"]
 
     def indexes(self) -> dict[str, StoreIndex]:
         """The cache of each store that exists (an in-memory one where the cache folder is unwritable)."""
@@ -332,6 +353,9 @@ class Workspace:
             trigger=trigger,
             extra=extra,
         )
+        if scope == "repo" and self.pending_repo is not None and not store.exists():
+            init_forge_dir(self.pending_repo.parent)  # with the .gitignore that keeps its cache out of git
+            self.created.append(self.pending_repo)
         memfile.write_new(memory, store.memory_dir / category / memfile.file_name(memory))
         return memory, found
 

@@ -64,8 +64,7 @@ _SCHEMA = (
 
 def state_file(workspace: Workspace) -> Path:
     """The observer's database for this workspace (as `forgemem.observer.state_path` finds it)."""
-    store = workspace.stores.get("repo") or workspace.stores["user"]
-    return store.cache_dir / STATE_NAME
+    return workspace.capture_store().cache_dir / STATE_NAME
 
 
 # ------------------------------------------------------------------ recording (the capture side)

@@ -119,8 +119,7 @@ def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
 
 def state_path(workspace: Workspace) -> Path:
     """The observer's database: in the repo cache when there is a repo store, else the user's."""
-    store = workspace.stores.get("repo") or workspace.stores["user"]
-    return store.cache_dir / STATE_NAME
+    return workspace.capture_store().cache_dir / STATE_NAME
 
 
 def _turn_to_json(turn: Turn) -> dict:

@@ -42,9 +42,12 @@ class State:
     cwd: Optional[Path] = None
     _workspace: Optional[Workspace] = None
 
-    def workspace(self) -> Workspace:
+    def workspace(self, for_capture: bool = False) -> Workspace:
+        """The stores (opened once; `for_capture`: a git repository without `.forge/` gets its repo
+        store when capture first writes to it)."""
         if self._workspace is None:
-            self._workspace = Workspace.open(cwd=self.cwd, repo_dir=self.repo_dir, user_dir=self.user_dir)
+            self._workspace = Workspace.open(cwd=self.cwd, repo_dir=self.repo_dir, user_dir=self.user_dir,
+                                             repo_on_first_write=for_capture)
             for message in self._workspace.warnings:
                 warn(message)
         return self._workspace

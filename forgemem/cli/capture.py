@@ -64,12 +64,13 @@ def observe(
             raise UsageError(f"no such file or folder: {target}")
     if not targets and not status:
         raise UsageError("name transcript files or folders to observe, or pass --claude-code")
+    workspace = state.workspace(for_capture=not status)
     capturer = None
     if not status:
         from forgemem.capture.capturer import Capturer
 
-        capturer = Capturer(state.workspace())  # a bad classifier setting fails here, not in every pass
-    observer = Observer(state.workspace(), targets, fmt=fmt, cadence=cadence, capturer=capturer)
+        capturer = Capturer(workspace)  # a bad classifier setting fails here, not in every pass
+    observer = Observer(workspace, targets, fmt=fmt, cadence=cadence, capturer=capturer)
     if status:
         _print_observe_status(observer.status(), as_json)
         return
@@ -100,6 +101,9 @@ def observe(
         else:
             written = sum(len(r["written"]) for r in results)
             err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {written} memor{'y' if written == 1 else 'ies'}")
+        for folder in workspace.created:
+            err.print(f"created the repository's store {folder} (as `forgemem init` does): review it with "
+                      "`git status` and commit it, or delete it")
         return
     import signal
 
