@@ -92,7 +92,7 @@ class KeywordBaseline:
     WORDS = ("always", "never", "prefer", "don't", "do not", "please use")
 
     def classify(self, batch, neighbours):
-        from forgemem.capture.classify.offline import sentences
+        from forgemem.capture.classify.patterns import sentences
 
         proposals = []
         for turn in batch.human_turns():
@@ -182,7 +182,7 @@ def corpus_test(embedder) -> None:
 def pairs_test(embedder) -> None:
     from capture_corpus import TEST, pairs, split
 
-    from forgemem.capture.classify.offline import Neighbour
+    from forgemem.capture.classify import Neighbour
     from forgemem.capture.classify.relate import Candidate, relate
     from forgemem.store.model import Memory, new_id, utc_now
 

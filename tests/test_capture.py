@@ -10,7 +10,8 @@ import yaml
 
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch, Classification, Proposal
-from forgemem.capture.classify.offline import OfflineClassifier, explicit_subject, match
+from forgemem.capture.classify.offline import OfflineClassifier
+from forgemem.capture.classify.patterns import explicit_subject, match
 from forgemem.capture.transcripts import Turn, read_all
 from forgemem.recall.engine import RecallEngine
 from forgemem.store import memfile

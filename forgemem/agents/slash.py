@@ -335,7 +335,7 @@ def add(workspace: Workspace, rest: str) -> str:
         category, text = None, rest
     scope = None
     if category is None:
-        from forgemem.capture.classify.offline import match, scope_for
+        from forgemem.capture.classify.patterns import match, scope_for
 
         found = match(text, after_work=True)
         category = found.category if found else "project-conventions"

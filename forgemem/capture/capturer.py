@@ -210,7 +210,7 @@ class Capturer:
 
     def _repeats(self, proposal: Proposal, written: list[Memory], vectors: list) -> str | None:
         """A proposal saying again what this pass already wrote (said twice in one batch)."""
-        from forgemem.capture.classify.offline import DUPLICATE_AT
+        from forgemem.capture.classify.relate import DUPLICATE_AT
 
         for memory in written:
             if self._same_text(proposal.text, memory.body):
