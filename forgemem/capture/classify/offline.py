@@ -27,8 +27,9 @@ class OfflineClassifier:
     memories by subject (`relate`). A confirmation ("yes, let's do that")
     carries the decision the agent proposed, and only when the agent proposed a
     standing rule. Within one pass, a later statement that replaces an earlier
-    one (a change of mind mid-batch) is written alone, the earlier words noted in
-    its reason. Without an embedding model, heads over the patterns alone decide.
+    one (a change of mind mid-batch) is written after it and supersedes it, so
+    the earlier is never current. Without an embedding model, heads over the
+    patterns alone decide.
     """
 
     name = "offline"
