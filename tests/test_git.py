@@ -14,7 +14,7 @@ from forgemem.recall.rank import Query
 from forgemem.store import memfile
 from forgemem.workspace import Workspace, init_forge_dir
 
-from .conftest import HashEmbedder, git
+from .conftest import HashEmbedder, git, make_memory
 
 
 @pytest.fixture
@@ -254,14 +254,16 @@ def test_consolidate_on_the_sample_store_merges_what_a_person_would(cli, samples
     assert cluster["merged"].endswith("Money is stored as integer cents plus an ISO currency code; never use "
                                       "float for amounts.")
     assert snapshot_bytes(Path(repo_dir)) == before  # a dry run writes nothing
-    done = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--json").json()
+    proposed = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--json").json()
+    assert proposed["written"] == [] and snapshot_bytes(Path(repo_dir)) == before  # proposes; --yes writes
+    done = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--yes", "--json").json()
     [new_id] = done["written"]
     ws = Workspace.open(repo_dir=repo_dir, user_dir=user_dir)
     merged = ws.load().get(new_id)
     assert sorted(merged.supersedes) == sorted(s["id"] for s in cluster["sources"])
     assert merged.tags == ["billing"] and merged.version == 2 and merged.scope == "repo"
-    again = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--json").json()
-    assert again == {"clusters": [], "written": []}
+    again = cli("--repo-dir", repo_dir, "--user-dir", user_dir, "consolidate", "--yes", "--json").json()
+    assert again == {"clusters": [], "held_apart": [], "written": []}
 
 
 def test_consolidate_never_crosses_scopes_and_never_settles_a_contradiction(cli, tmp_path, model_cache):
@@ -275,10 +277,42 @@ def test_consolidate_never_crosses_scopes_and_never_settles_a_contradiction(cli,
     a, _ = ws.add("Use tabs for indentation in Makefiles.", scope="repo", category="coding-preferences")
     b, _ = ws.add("Use tabs for indentation in Makefiles!", scope="repo", category="coding-preferences",
                   related=[(a.id, "contradicts")])
-    data = cli(*base, "consolidate", "--json").json()
+    data = cli(*base, "consolidate", "--yes", "--json").json()
     [cluster] = data["clusters"]
     assert cluster["contradictions"] == [sorted([a.id, b.id])] and cluster["merged"] is None
     assert data["written"] == []
+
+
+def test_consolidate_never_merges_opposites_or_different_values(cli, tmp_path, model_cache):
+    repo_dir, user_dir = tmp_path / "r/.forge/memory", tmp_path / "u/.forge/memory"
+    init_forge_dir(repo_dir.parent)
+    init_forge_dir(user_dir.parent)
+    base = ("--repo-dir", str(repo_dir), "--user-dir", str(user_dir))
+    ws = Workspace.open(repo_dir=repo_dir, user_dir=user_dir)
+    no, _ = ws.add("Do not deploy on Fridays.", scope="repo", category="project-conventions")
+    yes, _ = ws.add("Do deploy on Fridays.", scope="repo", category="project-conventions")
+    numbers = [ws.add(f"Parallel memory number {n}.", scope="repo", category="corrections")[0] for n in (12, 19, 20)]
+    data = cli(*base, "consolidate", "--yes", "--json").json()
+    assert data["written"] == [] and data["clusters"] == []
+    apart = {frozenset(entry["ids"]): entry["reason"] for entry in data["held_apart"]}
+    assert apart[frozenset((no.id, yes.id))] == "one negates what the other says"
+    assert apart[frozenset((numbers[0].id, numbers[1].id))] == "different values: 12 / 19"
+    text = cli(*base, "consolidate").out
+    assert "kept apart" in text and "different values" in text
+
+
+def test_a_merge_never_drops_a_value_from_a_source():
+    from forgemem.curate.consolidate import merged_text
+
+    class Same:  # every sentence looks the same to it: only the words can keep the 19
+        def encode(self, texts):
+            import numpy as np
+
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    memories = [make_memory("Run the suite with pytest -n 4 before a release."), make_memory("Run it with -n 19.")]
+    assert merged_text(memories, Same()) == "Run the suite with pytest -n 4 before a release. Run it with -n 19."
+    assert merged_text(memories[:1] * 2, Same()) == "Run the suite with pytest -n 4 before a release."
 
 
 # ------------------------------------------------------------------ staleness

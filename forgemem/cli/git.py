@@ -82,13 +82,16 @@ def diff_driver(path: Path = typer.Argument(..., help="The file git hands its te
 
 @app.command()
 def consolidate(
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be merged; write nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Write the merges (without it, nothing is written)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be merged (the default)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Merge clusters of near-duplicate or tightly related small memories (each merge supersedes its sources).
+    """Propose merges of near-duplicate or tightly related small memories, with a word diff; --yes writes them.
 
-    Nothing is merged across scopes or categories; a cluster with a contradiction
-    inside is shown, never merged. See docs/git.md for the thresholds.
+    Each merge is a new memory that supersedes its sources. Nothing is merged across
+    scopes or categories; a cluster with a contradiction inside is shown, never merged;
+    near-duplicates that negate each other or differ in a value are kept apart and
+    listed. See docs/git.md for the thresholds.
     """
     from forgemem.curate import consolidate as module
     from forgemem.git.review import word_diff_markdown
@@ -101,16 +104,13 @@ def consolidate(
     stored: dict[str, bytes] = {}
     for scope, index in engine.indexes().items():
         stored.update(index.vectors_for([m for m in snap.heads() if m.scope == scope]))
-    clusters = module.find_clusters(snap, engine.embedder, stored)
-    written = []
-    if not dry_run:
-        for cluster in clusters:
-            if not cluster.blocked_by:
-                written.append(module.apply(state.workspace(), cluster, snap))
-                snap = state.workspace().load()
+    proposed = module.plan(snap, engine.embedder, stored)
+    write = yes and not dry_run
+    written = module.apply_plan(state.workspace(), proposed, snap) if write else []
     if as_json:
-        emit_json({"clusters": [c.to_dict() for c in clusters], "written": [m.id for m in written]})
+        emit_json({**proposed.to_dict(), "written": [m.id for m in written]})
         return
+    clusters = proposed.clusters
     if not clusters:
         out.print("nothing to consolidate")
     for cluster in clusters:
@@ -123,10 +123,15 @@ def consolidate(
             out.print("  [red]contradiction inside: not merged; resolve it with `forgemem resolve`[/]")
             continue
         out.print(f"  → {escape(word_diff_markdown(cluster.memories[0].body, cluster.text))}")
-    verb = "would write" if dry_run else "wrote"
+    for a, b, why in proposed.held_apart:
+        out.print(f"[yellow]kept apart[/] {short(a.id)} / {short(b.id)} ({escape(why)}): settle by hand, e.g. "
+                  f"`forgemem link {short(a.id)} {short(b.id)} --rel contradicts` or `forgemem forget`")
     merged = sum(1 for c in clusters if not c.blocked_by)
     open_conflicts = len(snap.graph.contradictions())
     if open_conflicts:
         warn(f"{open_conflicts} unresolved contradiction(s) are left for you: `forgemem conflicts`")
-    err.print(f"{verb} {merged} merged memor{'y' if merged == 1 else 'ies'}")
+    if write:
+        err.print(f"wrote {merged} merged memor{'y' if merged == 1 else 'ies'}")
+    elif merged:
+        err.print(f"would write {merged} merged memor{'y' if merged == 1 else 'ies'}: run `forgemem consolidate --yes`")
 

@@ -10,13 +10,19 @@ them belong together when
 
 clusters are the connected groups, at most MAX_CLUSTER memories. A cluster
 with a `contradicts` edge inside is never merged: it is reported as a
-conflict to resolve (`forgemem resolve`), not settled here.
+conflict to resolve (`forgemem resolve`), not settled here. Near-duplicates
+that say opposite things are never joined (`held_apart`): "Do not deploy on
+Fridays." and "Do deploy on Fridays." are close in meaning-space but one
+negates the other, and "retry 3 times" / "retry 5 times" differ in a value;
+such pairs are listed for a person to settle.
 
 The merged text starts with the longest memory of the cluster and adds each
-sentence of the others that says something new (a sentence whose similarity
-to every sentence kept so far is below SENTENCE_SAME_AT). The new memory
-supersedes every source (a merge: version = highest + 1), keeps their tags
-and the edges they had to memories outside the cluster.
+sentence of the others that says something new: a sentence is left out only
+when it is close to one kept (similarity ≥ SENTENCE_SAME_AT) *and* every
+word of it that carries content is already in the merged text, so a merge
+never drops a value, a name or a negation. The new memory supersedes every
+source (a merge: version = highest + 1), keeps their tags and the edges they
+had to memories outside the cluster. `plan` proposes; `apply_plan` writes.
 """
 
 from __future__ import annotations
@@ -33,6 +39,44 @@ SMALL_CHARS = 400
 MAX_CLUSTER = 5
 SENTENCE_SAME_AT = 0.90
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`(\"'])")
+
+
+#: words that turn a statement into its opposite
+_NEGATION = re.compile(r"\b(?:not|never|no|nor|none|nothing|without|avoid|stop|cannot)\b|n't\b", re.I)
+_TOKEN = re.compile(r"[\w.+/@#-]*\w")
+#: words that carry no value of their own (a swap of these is a paraphrase, not a different value)
+_FUNCTION_WORDS = frozenset("""
+a an the this that these those it its we our you your i my me they them he she is are be been being was were
+do does did to of in on at by for with from into as and or but so if then than when while which who whom
+please always also just only all any each every some more most very really should must can could would will
+shall may might use using used have has had get gets got make makes made before after prior instead rather
+here there now new one ones way ways thing things about over under again still even
+""".split())
+
+
+def _content(text: str) -> list[str]:
+    return [w for w in _TOKEN.findall(text.lower()) if w not in _FUNCTION_WORDS and not _NEGATION.fullmatch(w)]
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One word in two forms ("commit" / "committing"), not two values."""
+    return a == b or (len(a) >= 4 and len(b) >= 4 and a[:4] == b[:4] and not any(c.isdigit() for c in a + b))
+
+
+def held_apart(a: str, b: str) -> str | None:
+    """Why two near-duplicate texts must not be merged (they say different things), or None."""
+    from difflib import SequenceMatcher
+
+    if len(_NEGATION.findall(a)) != len(_NEGATION.findall(b)):
+        return "one negates what the other says"
+    wa, wb = _content(a), _content(b)
+    for op, i1, i2, j1, j2 in SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
+        left, right = wa[i1:i2], wb[j1:j2]
+        if op == "replace" and not any(_same_word(x, y) for x in left for y in right):
+            return f"different values: {' '.join(left)} / {' '.join(right)}"
+        if op in ("delete", "insert") and any(any(c.isdigit() for c in w) for w in left + right):
+            return f"different values: {' '.join(left + right)} in one only"
+    return None
 
 
 @dataclass
@@ -61,6 +105,19 @@ class Cluster:
         }
 
 
+@dataclass
+class Plan:
+    """What `forgemem consolidate` proposes: clusters to merge, and near-duplicates kept apart (and why)."""
+
+    clusters: list[Cluster]
+    held_apart: list[tuple[Memory, Memory, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"clusters": [c.to_dict() for c in self.clusters],
+                "held_apart": [{"ids": [a.id, b.id], "contents": [a.body, b.body], "reason": why}
+                               for a, b, why in self.held_apart]}
+
+
 def candidates(snap: Snapshot) -> list[Memory]:
     return [m for m in snap.heads() if m.status is None]
 
@@ -81,12 +138,17 @@ def vectors_of(memories: list[Memory], embedder, stored: dict[str, bytes] | None
 
 
 def find_clusters(snap: Snapshot, embedder, stored: dict[str, bytes] | None = None) -> list[Cluster]:
+    return plan(snap, embedder, stored).clusters
 
+
+def plan(snap: Snapshot, embedder, stored: dict[str, bytes] | None = None) -> Plan:
+    """The clusters to merge in `snap` (vectors from `stored` where the cache has them)."""
     groups: dict[tuple[str, str], list[Memory]] = {}
     for memory in candidates(snap):
         groups.setdefault((memory.scope, memory.category), []).append(memory)
     contradicting = {frozenset((e.source, e.target)) for e in snap.graph.contradictions()}
     clusters: list[Cluster] = []
+    apart: list[tuple[Memory, Memory, str]] = []
     for members in groups.values():
         if len(members) < 2:
             continue
@@ -99,6 +161,10 @@ def find_clusters(snap: Snapshot, embedder, stored: dict[str, bytes] | None = No
             for j in range(i + 1, len(members)):
                 score = float(similarity[i, j])
                 if score >= DUPLICATE_AT:
+                    why = held_apart(members[i].body, members[j].body)
+                    if why is not None:
+                        apart.append((members[i], members[j], why))
+                        continue
                     reasons[frozenset((i, j))] = f"near-duplicates ({score:.2f})"
         for memory in members:
             for relation in memory.related:
@@ -141,7 +207,7 @@ def find_clusters(snap: Snapshot, embedder, stored: dict[str, bytes] | None = No
             if not cluster.blocked_by:
                 cluster.text = merged_text(cluster.memories, embedder)
             clusters.append(cluster)
-    return clusters
+    return Plan(clusters, apart)
 
 
 def merged_text(memories: list[Memory], embedder) -> str:
@@ -157,7 +223,9 @@ def merged_text(memories: list[Memory], embedder) -> str:
             continue
         vectors = embedder.encode(sentences)
         for sentence, vector in zip(sentences, vectors, strict=True):
-            if max(float(np.dot(vector, v)) for v in kept_vectors) < SENTENCE_SAME_AT:
+            said = set(_content(" ".join([memories[0].body, *added])))
+            close = max(float(np.dot(vector, v)) for v in kept_vectors) >= SENTENCE_SAME_AT
+            if not (close and set(_content(sentence)) <= said):
                 added.append(sentence)
                 kept_vectors.append(vector)
     return " ".join([memories[0].body.strip(), *added])
@@ -183,3 +251,13 @@ def apply(workspace: Workspace, cluster: Cluster, snap: Snapshot) -> Memory:
         snapshot=snap,
     )
     return memory
+
+
+def apply_plan(workspace: Workspace, proposed: Plan, snap: Snapshot) -> list[Memory]:
+    """Write every cluster of `proposed` that has no contradiction inside; the new memories."""
+    written = []
+    for cluster in proposed.clusters:
+        if not cluster.blocked_by:
+            written.append(apply(workspace, cluster, snap))
+            snap = workspace.load()
+    return written
