@@ -207,6 +207,22 @@ def test_graph_formats(repo, cli):
     assert cli("graph", "--format", "svg").code == 2
 
 
+def test_graph_never_draws_a_retracted_memory_as_current(repo, cli):
+    gone = add(cli, "Use poetry for dependencies.", "-c", "project-conventions")
+    kept = add(cli, "Lint with ruff.", "-c", "project-conventions")
+    assert cli("forget", gone["id"], "--reason", "we moved to uv").code == 0
+    nodes = {n["title"]: n for n in cli("graph", "--format", "json").json()["nodes"]}
+    assert nodes["Lint with ruff."]["current"] is True
+    assert not any(n["current"] for title, n in nodes.items() if "poetry" in title)
+    retraction = next(n for title, n in nodes.items() if "poetry" in title and n["head"])
+    assert retraction["status"] == "retracted"
+    tree = cli("graph").out
+    assert "project-conventions (retracted)" in tree
+    assert tree.index(kept["id"][4:12]) < tree.index("project-conventions (retracted)")
+    dot = cli("graph", "--format", "dot").out
+    assert f'"{retraction["id"]}" [label=' in dot and "style=dashed, color=gray" in dot
+
+
 def test_stats_counts_and_reports_conflicts(cli):
     result = cli(
         "--repo-dir", str(SAMPLES / "repo/.forge/memory"),
@@ -237,3 +253,9 @@ def test_json_outputs_are_valid_json(cli):
     for args in (["list", "--json"], ["show", "9f7ab1bf", "--json"], ["history", "9f7ab1bf", "--json"],
                  ["graph", "--format", "json"], ["validate", "--json"], ["stats", "--json"]):
         json.loads(cli(*base, *args).out)
+
+
+def test_a_mistyped_command_gets_one_suggestion(cli):
+    result = cli("recal", "how do we deploy")
+    assert result.code == 2
+    assert result.err.count("Did you mean 'recall'?") == 1

@@ -23,6 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # click (8.2+) already says "Did you mean …?"; typer would say it a second time
+    suggest_commands=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

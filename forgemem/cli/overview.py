@@ -17,7 +17,8 @@ from forgemem.store.model import Memory, short
 
 def _label(memory: Memory) -> str:
     title = memory.title if len(memory.title) <= 70 else memory.title[:67] + "..."
-    return f"{memory.short_id()} v{memory.version} [{memory.category}] {title}"
+    status = f" ({memory.status})" if memory.status else ""  # retracted or proposed: not current
+    return f"{memory.short_id()} v{memory.version} [{memory.category}]{status} {title}"
 
 
 @app.command()
@@ -46,7 +47,8 @@ def graph(
         keep = set(ids)
         lines = ["digraph forgemem {", "  node [shape=box];"]
         for i in ids:
-            lines.append(f"  {json.dumps(i)} [label={json.dumps(_label(g.memories[i]))}];")
+            faded = ", style=dashed, color=gray" if g.memories[i].status or not g.is_head(i) else ""
+            lines.append(f"  {json.dumps(i)} [label={json.dumps(_label(g.memories[i]))}{faded}];")
         for s, t, k in g.graph.edges(keys=True):
             if s in keep and t in keep:
                 style = ', style=dashed' if k != "supersedes" else ""
@@ -65,15 +67,19 @@ def graph(
         return
     tree = Tree("memories")
     for scope in ("repo", "user"):
-        heads = sorted((m for m in g.heads() if m.scope == scope), key=lambda m: (m.category, m.created_at))
+        # current memories first, then (dimmed, in their own branches) retracted and proposed ones
+        heads = sorted((m for m in g.heads() if m.scope == scope),
+                       key=lambda m: (m.status is not None, m.category, m.created_at))
         if not heads:
             continue
         scope_node = tree.add(_style_scope(scope))
         by_category: dict[str, Tree] = {}
         for head in heads:
-            cat = by_category.get(head.category) or scope_node.add(head.category)
-            by_category[head.category] = cat
-            node = cat.add(escape(_label(head)))
+            category = head.category if head.status is None else f"{head.category} ({head.status})"
+            cat = by_category.get(category) or scope_node.add(category if head.status is None
+                                                                else f"[dim]{category}[/]")
+            by_category[category] = cat
+            node = cat.add(escape(_label(head)) if head.status is None else f"[dim]{escape(_label(head))}[/]")
             for older in reversed(g.history(head.id)[:-1]):
                 node.add(f"[dim]supersedes {escape(_label(older))}[/]")
             for relation in head.related:

@@ -259,6 +259,8 @@ class MemoryGraph:
                     "category": self.memories[i].category,
                     "version": self.memories[i].version,
                     "head": self.is_head(i),
+                    "status": self.memories[i].status,
+                    "current": self.is_head(i) and self.memories[i].status is None,
                     "title": self.memories[i].title,
                 }
                 for i in nodes
