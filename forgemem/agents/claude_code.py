@@ -248,8 +248,9 @@ def plan_claude_code_install(folder: Path) -> Plan:
     """
     settings, command_file = folder / "settings.json", folder / "commands" / COMMAND_NAME
     command = forgemem_command()
-    plan = Plan(record_path=_record_path("claude-code", folder))
-    old_record = _load_record(plan.record_path) or {}
+    record_path = _record_path("claude-code", folder)
+    plan = Plan(record_path=record_path)
+    old_record = _load_record(record_path) or {}
     before = _read(settings)
     data = _parse_settings(settings, before)
     text = before if data or (before or "").strip() else None
@@ -280,6 +281,7 @@ def plan_claude_code_install(folder: Path) -> Plan:
         data = json.loads(text)
     plan.changes.append(Change(settings, before, text if added else before))
     existing = _read(command_file)
+    written: str | None
     if existing is None or existing == SLASH_COMMAND_TEXT or is_old_slash_command(existing):
         plan.changes.append(Change(command_file, existing, SLASH_COMMAND_TEXT))  # an old one had a shell line
         written = str(command_file)
@@ -363,8 +365,9 @@ def _match(hook: object, event: str, mine: list[dict] | None, notes: list[str], 
 
 def plan_claude_code_uninstall(folder: Path) -> Plan:
     settings = folder / "settings.json"
-    plan = Plan(record_path=_record_path("claude-code", folder), remove_record=True)
-    record = _load_record(plan.record_path) or {}
+    record_path = _record_path("claude-code", folder)
+    plan = Plan(record_path=record_path, remove_record=True)
+    record = _load_record(record_path) or {}
     before = _read(settings)
     after = before if before is None or not before.strip() else _uninstall_settings(settings, before, record, plan.notes)
     plan.changes.append(Change(settings, before, after))

@@ -104,7 +104,8 @@ def _is_forgemem_block(inner: str) -> bool:
 def plan_codex_install(config: Path) -> Plan:
     import tomllib
 
-    plan = Plan(record_path=_record_path("codex", config))
+    record_path = _record_path("codex", config)
+    plan = Plan(record_path=record_path)
     before = _read(config)
     text = before or ""
     try:
@@ -159,8 +160,9 @@ def plan_codex_uninstall(config: Path) -> Plan:
     and reported, and so is one whose removal would change what your own lines mean."""
     import tomllib
 
-    plan = Plan(record_path=_record_path("codex", config), remove_record=True)
-    record = _load_record(plan.record_path) or {}
+    record_path = _record_path("codex", config)
+    plan = Plan(record_path=record_path, remove_record=True)
+    record = _load_record(record_path) or {}
     before = _read(config)
     if before is None or CODEX_BEGIN not in before:
         plan.changes.append(Change(config, before, before))
@@ -177,37 +179,38 @@ def plan_codex_uninstall(config: Path) -> Plan:
         block = set(range(first, last + 1))
         if lines[first + 1].startswith("[mcp_servers.forgemem]") and first and lines[first - 1] == "\n":
             block.add(first - 1)  # the blank line install put before its table
+        kept = "".join(line for n, line in enumerate(lines) if n not in drop)
         trial = "".join(line for n, line in enumerate(lines) if n not in drop | block)
         try:
-            same = _without_ours(tomllib.loads(trial)) == _without_ours(tomllib.loads(before))
+            same = tomllib.loads(trial) == _without_block(tomllib.loads(kept), tomllib.loads(inner))
         except tomllib.TOMLDecodeError:
             same = False
-        if not same:  # e.g. keys you wrote under forgemem's table, which would move to another
+        if not same:  # e.g. keys you wrote under forgemem's table: they would move to another, or dangle
             plan.notes.append(f"{config}: lines after the forgemem block at line {first + 1} belong to it; kept")
             continue
         drop |= block
-    after: str | None = "".join(line for n, line in enumerate(lines) if n not in drop)
+    remaining = "".join(line for n, line in enumerate(lines) if n not in drop)
     original = record.get("original")
-    if original is None and record and not after.strip():
+    after: str | None = remaining
+    if original is None and record and not remaining.strip():
         after = None
-    elif original is not None and after.rstrip("\n") == original.rstrip("\n"):
+    elif original is not None and remaining.rstrip("\n") == original.rstrip("\n"):
         after = original
     plan.changes.append(Change(config, before, after))
     plan.remove_dirs = [Path(p) for p in record.get("created_dirs", [])]
     return plan
 
 
-def _without_ours(data: dict) -> dict:
-    """A config without what forgemem adds (its `notify` and its MCP server)."""
+def _without_block(data: dict, block: dict) -> dict:
+    """A config without what one of forgemem's blocks defines: its `notify`, or its whole MCP server."""
     data = dict(data)
-    if _forgemem_argv(data.get("notify"), "hook", "codex"):
-        del data["notify"]
-    servers = dict(data.get("mcp_servers", {}))
-    servers.pop("forgemem", None)
-    if servers or "mcp_servers" in data:
-        data["mcp_servers"] = servers
-    if data.get("mcp_servers") == {}:
-        del data["mcp_servers"]
+    if "notify" in block:
+        data.pop("notify", None)
+    if "mcp_servers" in block:
+        servers = {k: v for k, v in data.get("mcp_servers", {}).items() if k != "forgemem"}
+        data.pop("mcp_servers", None)
+        if servers:
+            data["mcp_servers"] = servers
     return data
 
 

@@ -72,7 +72,8 @@ def plan_git_install(root: Path, argv: list[str] | None = None) -> Plan:
     """`.gitattributes` sends memory files to the `forgemem` drivers; local git config defines them.
 
     `argv`: how git should start forgemem (default: this forgemem, by absolute path)."""
-    plan = Plan(record_path=_record_path("git", root))
+    record_path = _record_path("git", root)
+    plan = Plan(record_path=record_path)
     attributes = root / ".gitattributes"
     before = _read(attributes)
     lines = (before or "").splitlines(keepends=True)
@@ -109,8 +110,9 @@ def _is_ours(key: str, value: str, record: dict) -> bool:
 
 
 def plan_git_uninstall(root: Path) -> Plan:
-    plan = Plan(record_path=_record_path("git", root), remove_record=True)
-    record = _load_record(plan.record_path) or {}
+    record_path = _record_path("git", root)
+    plan = Plan(record_path=record_path, remove_record=True)
+    record = _load_record(record_path) or {}
     attributes = root / ".gitattributes"
     before = _read(attributes)
     ours = (GITATTRIBUTES_LINE, *OLD_GITATTRIBUTES_LINES)

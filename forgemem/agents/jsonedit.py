@@ -14,9 +14,22 @@ import json
 import re
 from dataclasses import dataclass, field
 
-_WS = re.compile(r"[ \t\n\r]*")
+_BLANK = re.compile(r"[ \t\n\r]*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null|NaN|-?Infinity")
+
+
+def _skip(text: str, pos: int) -> int:
+    """The position after the blank space at `pos`."""
+    blank = _BLANK.match(text, pos)
+    return blank.end() if blank else pos
+
+
+def _match(pattern: re.Pattern[str], text: str, pos: int) -> re.Match[str]:
+    found = pattern.match(text, pos)
+    if found is None:
+        raise ValueError(f"not valid JSON at offset {pos}")
+    return found
 
 
 @dataclass
@@ -44,26 +57,26 @@ class Span:
 
 
 def _value(text: str, pos: int) -> Span:
-    pos = _WS.match(text, pos).end()
+    pos = _skip(text, pos)
     ch = text[pos]
     if ch == "{" or ch == "[":
         span = Span(pos, pos, "object" if ch == "{" else "array")
-        pos = _WS.match(text, pos + 1).end()
+        pos = _skip(text, pos + 1)
         close = "}" if ch == "{" else "]"
         while text[pos] != close:
             if span.kind == "object":
-                key = _STRING.match(text, pos)
+                key = _match(_STRING, text, pos)
                 span.keys.append(json.loads(key.group()))
                 span.key_starts.append(pos)
-                pos = _WS.match(text, key.end()).end() + 1  # past ':'
+                pos = _skip(text, key.end()) + 1  # past ':'
             child = _value(text, pos)
             span.children.append(child)
-            pos = _WS.match(text, child.end).end()
+            pos = _skip(text, child.end)
             if text[pos] == ",":
-                pos = _WS.match(text, pos + 1).end()
+                pos = _skip(text, pos + 1)
         span.end = pos + 1
         return span
-    match = _STRING.match(text, pos) if ch == '"' else _SCALAR.match(text, pos)
+    match = _match(_STRING if ch == '"' else _SCALAR, text, pos)
     return Span(pos, match.end(), "scalar")
 
 
@@ -96,7 +109,7 @@ def _indent_unit(text: str) -> str:
 
 def _line_indent(text: str, pos: int) -> str:
     start = text.rfind("\n", 0, pos) + 1
-    return _WS.match(text, start).group().strip("\r\n")
+    return text[start:_skip(text, start)].strip("\r\n")
 
 
 def append(text: str, path: list[str | int], value: object, key: str | None = None) -> str:
@@ -129,6 +142,6 @@ def append(text: str, path: list[str | int], value: object, key: str | None = No
     lead = "," if container.children else ""
     if not container.children:
         tail = text[insert_at:]
-        tail = tail[_WS.match(tail).end():]  # `[ ]`: the blank inside goes
+        tail = tail[_skip(tail, 0):]  # `[ ]`: the blank inside goes
         return text[:insert_at] + separator + rendered + closing + tail
     return text[:insert_at] + lead + separator + rendered + closing + text[insert_at:]
