@@ -157,6 +157,18 @@ def test_merge_three_way_semantics():
     text, clean = drivers.merge(b"", memfile.dumps(ours).encode(), memfile.dumps(theirs).encode())
     assert not clean and "<<<<<<< ours\nowner: x\n=======\nowner: y\n>>>>>>> theirs\n" in text
     assert "tags:\n- b\n- a\n- c\n" in text
+    # git's own merge would be clean here, but with `owner` twice (YAML keeps the last): a conflict instead
+    plain = memfile.dumps(make_memory("One rule.", id=base.id, extra={"tags": ["a"]}))
+    mine = plain.replace("trigger: manual\n", "trigger: manual\nowner: x\n")
+    other = plain.replace("- a\n", "- a\nowner: y\n")
+    assert drivers.merge_file(mine, plain, other)[1]  # clean for git
+    text, clean = drivers.merge(plain.encode(), mine.encode(), other.encode())
+    assert not clean and "<<<<<<< ours\nowner: x\n=======\nowner: y\n>>>>>>> theirs\n" in text
+    # git's own merge is taken when it means the same: a comment of yours in the front matter stays
+    mine = plain.replace("scope: repo\n", "scope: repo  # shared with the team\n")
+    other = plain.replace("- a\n", "- a\n- b\n")
+    text, clean = drivers.merge(plain.encode(), mine.encode(), other.encode())
+    assert clean and "scope: repo  # shared with the team\n" in text and "- a\n- b\n" in text
     # not the same memory, or not a memory at all: git's own text merge does it
     stranger = make_memory("One rule.")
     assert drivers.merge(memfile.dumps(base).encode(), memfile.dumps(ours).encode(),

@@ -187,15 +187,13 @@ def merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7) -> tupl
         return None
     if mine.id != other.id or (old is not None and old.id != mine.id):
         return None
-    if plain_clean and _parses(plain):
-        return plain, True  # changes in different places: git's own merge keeps every byte of both
     before = memfile.front_matter(old) if old is not None else {}
     a, b = memfile.front_matter(mine), memfile.front_matter(other)
     front, clean = [], True
     for key in [*a, *(k for k in b if k not in a)]:
         va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
-        value, merged = _merge_value(key, before.get(key, _MISSING), va, vb)
-        if merged:
+        value, ok = _merge_value(key, before.get(key, _MISSING), va, vb)
+        if ok:
             front.append(_dump_key(key, value))
         else:
             clean = False
@@ -206,9 +204,21 @@ def merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7) -> tupl
                                       other.body + "\n", marker_size)
         body = body.rstrip("\n")
     text = f"---\n{''.join(front)}---\n{body}\n"
-    if clean and body_clean and not _parses(text):
+    if not (clean and body_clean):
+        return text, False
+    merged = _parsed(text)
+    if merged is None:  # cannot happen with files that parse; git's merge is the safe answer if it does
         return plain, plain_clean
-    return text, clean and body_clean
+    if plain_clean and _same(_parsed(plain), merged):
+        return plain, True  # git's own merge says the same and keeps every byte of both (layout, comments)
+    return text, True
+
+
+def _same(one, other) -> bool:
+    from forgemem.store import memfile
+
+    return (one is not None and memfile.front_matter(one) == memfile.front_matter(other)
+            and one.body == other.body)
 
 
 def _dump_key(key: str, value: Any) -> str:
@@ -217,14 +227,13 @@ def _dump_key(key: str, value: Any) -> str:
     return memfile.dump_front_matter({key: value}) if value is not _MISSING else ""
 
 
-def _parses(text: str) -> bool:
+def _parsed(text: str):
     from forgemem.store import memfile
 
     try:
-        memfile.parse_text(text)
+        return memfile.parse_text(text)
     except memfile.MemoryFileError:
-        return False
-    return True
+        return None
 
 
 def main_merge(base: str, ours: str, theirs: str, marker_size: str = "7") -> int:
