@@ -164,6 +164,20 @@ def test_without_a_record_only_hooks_in_forgemems_exact_form_go(cli, claude, iso
     assert left["hooks"]["UserPromptSubmit"] == [{"hooks": [GUARD]}]
 
 
+def test_forgemems_command_that_the_user_wrote_into_their_own_entry_stays(cli, claude):
+    settings = claude / "settings.json"
+    mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": AUDIT},
+                                          {"type": "command", "command": f"{claude_code.forgemem_command()} hook claude-code",
+                                           "timeout": 10}]}]}}
+    settings.write_text(claude_settings(json.dumps(mine)))
+    assert cli("install", "claude-code").code == 0
+    assert json.loads(settings.read_text())["hooks"]["Stop"] == mine["hooks"]["Stop"]  # Stop runs forgemem already
+    result = cli("uninstall", "claude-code")
+    assert result.code == 0 and "hooks.Stop runs forgemem's hook, but install did not add it; left in place" in result.err
+    assert json.loads(settings.read_text()) == mine
+    assert settings.read_text() == claude_settings(json.dumps(mine))
+
+
 def test_a_record_in_the_old_cache_place_is_still_used(cli, claude, isolated_home):
     assert cli("install", "claude-code").code == 0
     record = install._record_path("claude-code", claude)

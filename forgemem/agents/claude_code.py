@@ -216,6 +216,20 @@ def _hooks_of(entry: object) -> list:
     return hooks if isinstance(hooks, list) else []
 
 
+def _shape(event: str) -> dict:
+    """The keys but `hooks` of the entry install makes for an event (its matcher)."""
+    return {k: v for k, v in _our_entry("", event).items() if k != "hooks"}
+
+
+def _entry_as_installed(entry: object, event: str) -> bool:
+    """An entry as an install makes it (any forgemem path): forgemem's matcher and, first, forgemem's
+    hook exactly (hooks you added after it are yours). Without a record of what install added
+    (an older forgemem's install, or the record lost), this is what counts as forgemem's."""
+    hooks = _hooks_of(entry)
+    return (bool(hooks) and _is_forgemem_hook(hooks[0], event) and isinstance(entry, dict)
+            and {k: v for k, v in entry.items() if k != "hooks"} == _shape(event))
+
+
 def is_old_slash_command(text: str) -> bool:
     return _OLD_SLASH_COMMAND.match(text) is not None
 
@@ -256,10 +270,9 @@ def plan_claude_code_install(folder: Path) -> Plan:
     text = before if data or (before or "").strip() else None
     if "added" in old_record:  # what an earlier install added and is still there
         kept = [a for a in old_record["added"] if _find(data, a["event"], a["entry"]["hooks"][0])]
-    else:  # no record, or an older forgemem's: hooks in the exact form install writes are forgemem's
-        kept = [{"event": event, "entry": {**_our_entry("", event), "hooks": [hook]}}
-                for event in HOOK_EVENTS for e in data.get("hooks", {}).get(event, []) for hook in _hooks_of(e)
-                if _is_forgemem_hook(hook, event)]
+    else:  # no record, or an older forgemem's: entries exactly as install makes them are forgemem's
+        kept = [{"event": event, "entry": {**_shape(event), "hooks": [_hooks_of(e)[0]]}}
+                for event in HOOK_EVENTS for e in data.get("hooks", {}).get(event, []) if _entry_as_installed(e, event)]
     added = []
     for event in HOOK_EVENTS:
         present = [h for e in data.get("hooks", {}).get(event, []) for h in _hooks_of(e) if _is_forgemem_hook(h, event)]
@@ -309,7 +322,7 @@ def _find(data: dict, event: str, hook: dict) -> bool:
 
 def _uninstall_settings(settings: Path, before: str, record: dict, notes: list[str]) -> str | None:
     """The settings text without forgemem's hooks: each one install recorded, matched exactly (with
-    no record, as written by an older forgemem: `_is_forgemem_hook`); an entry goes only when
+    no record, entries as an install makes them: `_entry_as_installed`); an entry goes only when
     nothing but forgemem's hook was in it, an event or `hooks` only when install created it."""
     data = _parse_settings(settings, before)
     original = record.get("original")
@@ -325,7 +338,10 @@ def _uninstall_settings(settings: Path, before: str, record: dict, notes: list[s
         for i in reversed(range(len(entries))):
             hooks = _hooks_of(entries[i])
             for j in reversed(range(len(hooks))):
-                shape = _match(hooks[j], event, mine, notes, settings)
+                if mine is None:
+                    shape = _shape(event) if j == 0 and _entry_as_installed(entries[i], event) else None
+                else:
+                    shape = _recorded(hooks[j], event, mine, notes, settings)
                 if shape is None:
                     continue
                 text = jsonedit.remove(text, ["hooks", event, i, "hooks", j])
@@ -346,13 +362,9 @@ def _uninstall_settings(settings: Path, before: str, record: dict, notes: list[s
     return text
 
 
-def _match(hook: object, event: str, mine: list[dict] | None, notes: list[str], settings: Path) -> dict | None:
-    """The keys (but `hooks`) of the entry install made for `hook` if it is forgemem's, else None.
-
-    `mine`: the entries install recorded for this event (one is used up by each match), or
-    None without a record."""
-    if mine is None:
-        return {k: v for k, v in _our_entry("", event).items() if k != "hooks"} if _is_forgemem_hook(hook, event) else None
+def _recorded(hook: object, event: str, mine: list[dict], notes: list[str], settings: Path) -> dict | None:
+    """The keys (but `hooks`) of the entry install recorded for `hook`, if it is one it added
+    (each recorded entry matches once), else None."""
     for entry in mine:
         if entry["hooks"][0] == hook:
             mine.remove(entry)
@@ -360,6 +372,8 @@ def _match(hook: object, event: str, mine: list[dict] | None, notes: list[str], 
     if isinstance(hook, dict) and any(e["hooks"][0]["command"] == hook.get("command") for e in mine):
         notes.append(f"{settings}: forgemem's hooks.{event} hook was changed since install; left in place "
                      "(remove it by hand if you want it gone)")
+    elif _is_forgemem_hook(hook, event):
+        notes.append(f"{settings}: hooks.{event} runs forgemem's hook, but install did not add it; left in place")
     return None
 
 
