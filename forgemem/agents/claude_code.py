@@ -206,7 +206,7 @@ def _our_entry(command: str, event: str) -> dict:
 
 
 def _is_forgemem_hook(hook: object, event: str) -> bool:
-    """A hook exactly as install writes it (any forgemem path): what uninstall removes without a record."""
+    """A hook exactly as install writes it, from any forgemem path."""
     return (isinstance(hook, dict) and _is_forgemem_command(hook.get("command"))
             and hook == {**_our_hook("", event), "command": hook["command"]})
 
@@ -267,7 +267,7 @@ def plan_claude_code_install(folder: Path) -> Plan:
     old_record = _load_record(record_path) or {}
     before = _read(settings)
     data = _parse_settings(settings, before)
-    text = before if data or (before or "").strip() else None
+    text = before if (before or "").strip() else None
     if "added" in old_record:  # what an earlier install added and is still there
         kept = [a for a in old_record["added"] if _find(data, a["event"], a["entry"]["hooks"][0])]
     else:  # no record, or an older forgemem's: entries exactly as install makes them are forgemem's
