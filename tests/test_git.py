@@ -122,8 +122,9 @@ def test_diff_driver_makes_git_diff_and_log_readable(cli, repo):
     assert not (repo / ".gitattributes").exists()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     assert cli("install", "git").code == 0
-    assert (repo / ".gitattributes").read_text() == ".forge/memory/**/*.md diff=forgemem\n"
+    assert (repo / ".gitattributes").read_text() == ".forge/memory/**/*.md diff=forgemem merge=forgemem\n"
     assert "diff-driver" in git(repo, "config", "--local", "diff.forgemem.textconv")
+    assert "merge-driver" in git(repo, "config", "--local", "merge.forgemem.driver")
     new = add(cli, "--supersedes", old, "Use ruff format for formatting. Black is gone.")
     commit(repo, "two")
     log = subprocess.run(["git", "log", "-p", "-1", "--", ".forge/memory"], cwd=repo, env=env,
@@ -135,6 +136,7 @@ def test_diff_driver_makes_git_diff_and_log_readable(cli, repo):
     assert cli("uninstall", "git").code == 0
     assert not (repo / ".gitattributes").exists()
     assert subprocess.run(["git", "config", "--local", "diff.forgemem.textconv"], cwd=repo).returncode == 1
+    assert subprocess.run(["git", "config", "--local", "merge.forgemem.driver"], cwd=repo).returncode == 1
 
 
 def test_branches_that_supersede_the_same_memory_fork_and_resolve(cli, repo, real_embedder):

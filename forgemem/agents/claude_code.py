@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import traceback
 from pathlib import Path
 
+from forgemem.agents import jsonedit
 from forgemem.agents.hooks import (
     _payload_cwd,
     announced,
@@ -159,6 +161,17 @@ reading this, that hook is not installed or did not run: tell the user to run
 """
 
 
+#: The command file forgemem 0.1 wrote, word for word but for forgemem's path (it ran
+#: `forgemem slash` on a shell line): install replaces it, uninstall removes it.
+_OLD_SLASH_COMMAND = re.compile(
+    r'---\ndescription: forgemem long-term memory \(/forgemem help\)\n'
+    r'argument-hint: "\[list\|search\|show\|history\|graph\|conflicts\|forget\|add\|stats\|help\] \.\.\."\n'
+    r'allowed-tools: Bash\((?P<command>[^\n]+) slash:\*\)\n---\n'
+    r'!`(?P=command) slash "/memory \$ARGUMENTS"`\n\n'
+    r'Show the forgemem answer above to the user as it is, without commentary\.\n\Z'
+)
+
+
 def claude_dir(project: Path | None, user: bool) -> Path:
     if user:
         return Path.home() / ".claude"
@@ -167,13 +180,58 @@ def claude_dir(project: Path | None, user: bool) -> Path:
     return project / ".claude"
 
 
-def _is_ours(entry: dict) -> bool:
-    return any("forgemem hook claude-code" in str(h.get("command", "")) for h in entry.get("hooks", []) or [])
+def _is_forgemem_command(command: object) -> bool:
+    """A hook command in the one form install writes: forgemem's console script (or `python -P -m
+    forgemem`) by absolute path, then `hook claude-code`, nothing else. A command that merely
+    mentions forgemem (a wrapper, a log line) is not."""
+    try:
+        argv = shlex.split(command) if isinstance(command, str) else []
+    except ValueError:
+        return False
+    head = argv[:-2]
+    if argv[-2:] != ["hook", "claude-code"] or not head or not os.path.isabs(head[0]):
+        return False
+    return (len(head) == 1 and Path(head[0]).name == "forgemem") or head[1:] == ["-P", "-m", "forgemem"]
 
 
-def _is_old_slash_command(text: str) -> bool:
-    """The command file forgemem 0.1 wrote (it ran `forgemem slash` on a shell line)."""
-    return text.startswith("---\ndescription: forgemem long-term memory") and "slash \"/memory $ARGUMENTS\"" in text
+def _our_hook(command: str, event: str) -> dict:
+    return {"type": "command", "command": f"{command} hook claude-code", "timeout": HOOK_EVENTS[event][1]}
+
+
+def _our_entry(command: str, event: str) -> dict:
+    matcher = HOOK_EVENTS[event][0]
+    entry: dict = {"matcher": matcher} if matcher else {}
+    entry["hooks"] = [_our_hook(command, event)]
+    return entry
+
+
+def _is_forgemem_hook(hook: object, event: str) -> bool:
+    """A hook exactly as install writes it, from any forgemem path."""
+    return (isinstance(hook, dict) and _is_forgemem_command(hook.get("command"))
+            and hook == {**_our_hook("", event), "command": hook["command"]})
+
+
+def _hooks_of(entry: object) -> list:
+    hooks = entry.get("hooks") if isinstance(entry, dict) else None
+    return hooks if isinstance(hooks, list) else []
+
+
+def _shape(event: str) -> dict:
+    """The keys but `hooks` of the entry install makes for an event (its matcher)."""
+    return {k: v for k, v in _our_entry("", event).items() if k != "hooks"}
+
+
+def _entry_as_installed(entry: object, event: str) -> bool:
+    """An entry as an install makes it (any forgemem path): forgemem's matcher and, first, forgemem's
+    hook exactly (hooks you added after it are yours). Without a record of what install added
+    (an older forgemem's install, or the record lost), this is what counts as forgemem's."""
+    hooks = _hooks_of(entry)
+    return (bool(hooks) and _is_forgemem_hook(hooks[0], event) and isinstance(entry, dict)
+            and {k: v for k, v in entry.items() if k != "hooks"} == _shape(event))
+
+
+def is_old_slash_command(text: str) -> bool:
+    return _OLD_SLASH_COMMAND.match(text) is not None
 
 
 def _parse_settings(path: Path, text: str | None) -> dict:
@@ -185,6 +243,9 @@ def _parse_settings(path: Path, text: str | None) -> dict:
         raise ForgememError(f"{path} is not valid JSON (line {exc.lineno}); fix it first, nothing was changed") from None
     if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
         raise ForgememError(f"{path} does not look like Claude Code settings; nothing was changed")
+    for event, entries in data.get("hooks", {}).items():
+        if event in HOOK_EVENTS and not isinstance(entries, list):
+            raise ForgememError(f"{path}: hooks.{event} is not a list; nothing was changed")
     return data
 
 
@@ -193,44 +254,60 @@ def _dump(data: dict) -> str:
 
 
 def plan_claude_code_install(folder: Path) -> Plan:
+    """Add one entry per event holding forgemem's hook, unless that event runs forgemem's hook already.
+
+    The settings text is edited in place (`jsonedit`): nothing else in it moves. The record
+    (`install.record_path`) keeps the file as it was and each entry added, exactly, so that
+    uninstall takes out those and nothing else.
+    """
     settings, command_file = folder / "settings.json", folder / "commands" / COMMAND_NAME
     command = forgemem_command()
-    plan = Plan(record_path=_record_path("claude-code", folder))
+    record_path = _record_path("claude-code", folder)
+    plan = Plan(record_path=record_path)
+    old_record = _load_record(record_path) or {}
     before = _read(settings)
     data = _parse_settings(settings, before)
-    hooks = data.setdefault("hooks", {})
-    for event, (matcher, timeout) in HOOK_EVENTS.items():
-        entries = hooks.setdefault(event, [])
-        if not isinstance(entries, list):
-            raise ForgememError(f"{settings}: hooks.{event} is not a list; nothing was changed")
-        if any(isinstance(e, dict) and _is_ours(e) for e in entries):
+    text = before if (before or "").strip() else None
+    if "added" in old_record:  # what an earlier install added and is still there
+        kept = [a for a in old_record["added"] if _find(data, a["event"], a["entry"]["hooks"][0])]
+    else:  # no record, or an older forgemem's: entries exactly as install makes them are forgemem's
+        kept = [{"event": event, "entry": {**_shape(event), "hooks": [_hooks_of(e)[0]]}}
+                for event in HOOK_EVENTS for e in data.get("hooks", {}).get(event, []) if _entry_as_installed(e, event)]
+    added = []
+    for event in HOOK_EVENTS:
+        present = [h for e in data.get("hooks", {}).get(event, []) for h in _hooks_of(e) if _is_forgemem_hook(h, event)]
+        if present:
+            if not any(h["command"] == f"{command} hook claude-code" for h in present):
+                plan.notes.append(f"{settings}: hooks.{event} runs forgemem as `{present[0]['command']}`; "
+                                  "`forgemem uninstall claude-code` then `install` updates it")
             continue
-        entry: dict = {"matcher": matcher} if matcher else {}
-        entry["hooks"] = [{"type": "command", "command": f"{command} hook claude-code", "timeout": timeout}]
-        entries.append(entry)
-    after = _dump(data)
-    changed = _parse_settings(settings, before) != data
-    plan.changes.append(Change(settings, before, after if changed else before))
-    wanted = SLASH_COMMAND_TEXT
+        entry = _our_entry(command, event)
+        added.append({"event": event, "entry": entry})
+        if text is None:
+            text = _dump({"hooks": {event: [entry]}})
+        elif "hooks" not in data:
+            text = jsonedit.append(text, [], {event: [entry]}, key="hooks")
+        elif event not in data["hooks"]:
+            text = jsonedit.append(text, ["hooks"], [entry], key=event)
+        else:
+            text = jsonedit.append(text, ["hooks", event], entry)
+        data = json.loads(text)
+    plan.changes.append(Change(settings, before, text if added else before))
     existing = _read(command_file)
-    if existing is not None and existing != wanted and _is_old_slash_command(existing):
-        existing_is_ours = True  # an older forgemem's command file (with a shell line): replaced
-    else:
-        existing_is_ours = existing is None or existing == wanted
-    if existing_is_ours:
-        plan.changes.append(Change(command_file, existing, wanted))
+    written: str | None
+    if existing is None or existing == SLASH_COMMAND_TEXT or is_old_slash_command(existing):
+        plan.changes.append(Change(command_file, existing, SLASH_COMMAND_TEXT))  # an old one had a shell line
+        written = str(command_file)
     else:
         plan.notes.append(f"{command_file} exists and is not forgemem's; left alone (the /forgemem command is not installed)")
-    old_record = _load_record(plan.record_path) or {}
+        written = old_record.get("command_file")  # install wrote it, you changed it since: still not yours to lose
     created = set(old_record.get("created_dirs", []))
-    for path in (folder, folder / "commands"):
-        if not path.exists():
-            created.add(str(path))
+    created.update(str(p) for p in (folder, folder / "commands") if not p.exists())
     plan.record = {
         "settings": str(settings),
-        "original": old_record.get("original", before) if old_record else before,
-        "installed": after if changed else old_record.get("installed", after),
-        "command_file": str(command_file) if existing_is_ours else old_record.get("command_file"),
+        "original": old_record["original"] if "original" in old_record else before,
+        "added": kept + added,
+        "command_file": written,
         "created_dirs": sorted(created),
     }
     if not any(c.changed for c in plan.changes):
@@ -238,38 +315,84 @@ def plan_claude_code_install(folder: Path) -> Plan:
     return plan
 
 
+def _find(data: dict, event: str, hook: dict) -> bool:
+    entries = data.get("hooks", {}).get(event)
+    return isinstance(entries, list) and any(hook in _hooks_of(e) for e in entries)
+
+
+def _uninstall_settings(settings: Path, before: str, record: dict, notes: list[str]) -> str | None:
+    """The settings text without forgemem's hooks: each one install recorded, matched exactly (with
+    no record, entries as an install makes them: `_entry_as_installed`); an entry goes only when
+    nothing but forgemem's hook was in it, an event or `hooks` only when install created it."""
+    data = _parse_settings(settings, before)
+    original = record.get("original")
+    known = "original" in record  # what the file held before install (None: install created it)
+    had = _parse_settings(settings, original) if known else None
+    recorded = record.get("added")
+    text = before
+    for event, entries in list(data.get("hooks", {}).items()):
+        if not isinstance(entries, list):
+            continue
+        mine = None if recorded is None else [a["entry"] for a in recorded if a["event"] == event]
+        emptied = False
+        for i in reversed(range(len(entries))):
+            hooks = _hooks_of(entries[i])
+            for j in reversed(range(len(hooks))):
+                if mine is None:
+                    shape = _shape(event) if j == 0 and _entry_as_installed(entries[i], event) else None
+                else:
+                    shape = _recorded(hooks[j], event, mine, notes, settings)
+                if shape is None:
+                    continue
+                text = jsonedit.remove(text, ["hooks", event, i, "hooks", j])
+                entry = json.loads(text)["hooks"][event][i]
+                if not entry["hooks"] and {k: v for k, v in entry.items() if k != "hooks"} == shape:
+                    text = jsonedit.remove(text, ["hooks", event, i])
+                    emptied = True
+        if emptied and not json.loads(text)["hooks"][event] and (had is None or event not in had.get("hooks", {})):
+            text = jsonedit.remove(text, ["hooks", event])
+    now = json.loads(text)
+    if data.get("hooks") and now.get("hooks") == {} and (had is None or "hooks" not in had):
+        text = jsonedit.remove(text, ["hooks"])
+        now = json.loads(text)
+    if original is not None and now == had:
+        return original  # nothing else changed since install: the very same bytes come back
+    if known and original is None and not now:
+        return None  # install created the file and nothing else was added since
+    return text
+
+
+def _recorded(hook: object, event: str, mine: list[dict], notes: list[str], settings: Path) -> dict | None:
+    """The keys (but `hooks`) of the entry install recorded for `hook`, if it is one it added
+    (each recorded entry matches once), else None."""
+    for entry in mine:
+        if entry["hooks"][0] == hook:
+            mine.remove(entry)
+            return {k: v for k, v in entry.items() if k != "hooks"}
+    if isinstance(hook, dict) and any(e["hooks"][0]["command"] == hook.get("command") for e in mine):
+        notes.append(f"{settings}: forgemem's hooks.{event} hook was changed since install; left in place "
+                     "(remove it by hand if you want it gone)")
+    elif _is_forgemem_hook(hook, event):
+        notes.append(f"{settings}: hooks.{event} runs forgemem's hook, but install did not add it; left in place")
+    return None
+
+
 def plan_claude_code_uninstall(folder: Path) -> Plan:
     settings = folder / "settings.json"
-    plan = Plan(record_path=_record_path("claude-code", folder), remove_record=True)
-    record = _load_record(plan.record_path) or {}
+    record_path = _record_path("claude-code", folder)
+    plan = Plan(record_path=record_path, remove_record=True)
+    record = _load_record(record_path) or {}
     before = _read(settings)
-    data = _parse_settings(settings, before)
-    hooks = data.get("hooks", {})
-    for event in list(hooks):
-        entries = hooks[event]
-        if isinstance(entries, list):
-            kept = [e for e in entries if not (isinstance(e, dict) and _is_ours(e))]
-            if kept != entries:
-                if kept:
-                    hooks[event] = kept
-                else:
-                    del hooks[event]
-    if "hooks" in data and not data["hooks"] and "hooks" not in _parse_settings(settings, record.get("original")):
-        del data["hooks"]
-    original = record.get("original")
-    if before is None:
-        after = None
-    elif original is not None and _parse_settings(settings, original) == data:
-        after = original  # nothing else changed since install: the very same bytes come back
-    elif original is None and "settings" in record and not data:
-        after = None  # install created the file and nothing else was added since
-    else:
-        after = _dump(data) if data != _parse_settings(settings, before) else before
+    after = before if before is None or not before.strip() else _uninstall_settings(settings, before, record, plan.notes)
     plan.changes.append(Change(settings, before, after))
     command_file = folder / "commands" / COMMAND_NAME
     text = _read(command_file)
-    if text is not None and (text == SLASH_COMMAND_TEXT or _is_old_slash_command(text)):
+    if text is not None and (text == SLASH_COMMAND_TEXT or is_old_slash_command(text)):
         plan.changes.append(Change(command_file, text, None))
+    elif text is not None:
+        why = ("was changed since install" if record.get("command_file") == str(command_file)
+               else "is not forgemem's")
+        plan.notes.append(f"{command_file} {why}; kept")
     plan.remove_dirs = [Path(p) for p in sorted(record.get("created_dirs", []), key=len, reverse=True)]
     if not any(c.changed for c in plan.changes):
         plan.notes.append("forgemem is not installed there; nothing to remove")

@@ -63,10 +63,49 @@ def codex_config_path() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
 
 
+def _blocks(text: str) -> list[tuple[int, int]]:
+    """(first, last) line numbers of each block between forgemem's marker comments."""
+    found, start = [], None
+    for n, line in enumerate(text.splitlines()):
+        if line == CODEX_BEGIN and start is None:
+            start = n
+        elif line == CODEX_END and start is not None:
+            found.append((start, n))
+            start = None
+    return found
+
+
+def _forgemem_argv(value: object, *tail: str) -> bool:
+    """An argv in the form install writes: forgemem's console script (or `python -P -m forgemem`)
+    by absolute path, then `tail`."""
+    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)) or value[len(value) - len(tail):] != list(tail):
+        return False
+    head = value[:len(value) - len(tail)]
+    if not head or not os.path.isabs(head[0]):
+        return False
+    return (len(head) == 1 and Path(head[0]).name == "forgemem") or head[1:] == ["-P", "-m", "forgemem"]
+
+
+def _is_forgemem_block(inner: str) -> bool:
+    """A block exactly as install writes it (any forgemem path): what uninstall removes without a record."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(inner)
+    except tomllib.TOMLDecodeError:
+        return False
+    if set(data) == {"notify"}:
+        return _forgemem_argv(data["notify"], "hook", "codex")
+    server = data.get("mcp_servers", {}).get("forgemem") if set(data) == {"mcp_servers"} else None
+    return (isinstance(server, dict) and set(data["mcp_servers"]) == {"forgemem"} and set(server) == {"command", "args"}
+            and _forgemem_argv([server["command"], *server["args"]] if isinstance(server["args"], list) else None, "mcp"))
+
+
 def plan_codex_install(config: Path) -> Plan:
     import tomllib
 
-    plan = Plan(record_path=_record_path("codex", config))
+    record_path = _record_path("codex", config)
+    plan = Plan(record_path=record_path)
     before = _read(config)
     text = before or ""
     try:
@@ -108,42 +147,71 @@ def plan_codex_install(config: Path) -> Plan:
             f"cannot write forgemem's path {command[0]!r} into {config} as TOML; nothing was changed"
         ) from None
     plan.changes.append(Change(config, before, after))
+    blocks = [block for block in (top, bottom) if block]
     plan.record = {"config": str(config), "original": before, "installed": after,
+                   "blocks": ["".join(block[1:-1]) for block in blocks],  # the lines between the markers
                    "created_dirs": [] if config.parent.exists() else [str(config.parent)]}
     return plan
 
 
 def plan_codex_uninstall(config: Path) -> Plan:
-    plan = Plan(record_path=_record_path("codex", config), remove_record=True)
-    record = _load_record(plan.record_path) or {}
+    """Remove each block between forgemem's markers that holds exactly what install wrote there
+    (with no record: a block in the exact form install writes); a block you changed is kept
+    and reported, and so is one whose removal would change what your own lines mean."""
+    import tomllib
+
+    record_path = _record_path("codex", config)
+    plan = Plan(record_path=record_path, remove_record=True)
+    record = _load_record(record_path) or {}
     before = _read(config)
     if before is None or CODEX_BEGIN not in before:
         plan.changes.append(Change(config, before, before))
         plan.notes.append("forgemem is not installed there; nothing to remove")
         return plan
-    out, inside = [], False
     lines = before.splitlines(keepends=True)
-    for n, line in enumerate(lines):
-        if line.rstrip("\n") == CODEX_BEGIN:
-            inside = True
-            following = lines[n + 1] if n + 1 < len(lines) else ""
-            if following.startswith("[mcp_servers.forgemem]") and out and out[-1] == "\n":
-                out.pop()  # the blank line install put before its table
+    recorded = record.get("blocks")
+    drop: set[int] = set()
+    for first, last in _blocks(before):
+        inner = "".join(lines[first + 1:last])
+        if not (inner in recorded if isinstance(recorded, list) else _is_forgemem_block(inner)):
+            plan.notes.append(f"{config}: the forgemem block at line {first + 1} was changed since install; kept")
             continue
-        if inside and line.rstrip("\n") == CODEX_END:
-            inside = False
+        block = set(range(first, last + 1))
+        if lines[first + 1].startswith("[mcp_servers.forgemem]") and first and lines[first - 1] == "\n":
+            block.add(first - 1)  # the blank line install put before its table
+        kept = "".join(line for n, line in enumerate(lines) if n not in drop)
+        trial = "".join(line for n, line in enumerate(lines) if n not in drop | block)
+        try:
+            same = tomllib.loads(trial) == _without_block(tomllib.loads(kept), tomllib.loads(inner))
+        except tomllib.TOMLDecodeError:
+            same = False
+        if not same:  # e.g. keys you wrote under forgemem's table: they would move to another, or dangle
+            plan.notes.append(f"{config}: lines after the forgemem block at line {first + 1} belong to it; kept")
             continue
-        if not inside:
-            out.append(line)
-    after = "".join(out)
+        drop |= block
+    remaining = "".join(line for n, line in enumerate(lines) if n not in drop)
     original = record.get("original")
-    if original is None and record and not after.strip():
+    after: str | None = remaining
+    if original is None and record and not remaining.strip():
         after = None
-    elif original is not None and after.rstrip("\n") == original.rstrip("\n"):
+    elif original is not None and remaining.rstrip("\n") == original.rstrip("\n"):
         after = original
     plan.changes.append(Change(config, before, after))
     plan.remove_dirs = [Path(p) for p in record.get("created_dirs", [])]
     return plan
+
+
+def _without_block(data: dict, block: dict) -> dict:
+    """A config without what one of forgemem's blocks defines: its `notify`, or its whole MCP server."""
+    data = dict(data)
+    if "notify" in block:
+        data.pop("notify", None)
+    if "mcp_servers" in block:
+        servers = {k: v for k, v in data.get("mcp_servers", {}).items() if k != "forgemem"}
+        data.pop("mcp_servers", None)
+        if servers:
+            data["mcp_servers"] = servers
+    return data
 
 
 # ------------------------------------------------------------------ the registry's interface

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forgemem.config import user_cache_dir
+from forgemem.config import forge_home, user_cache_dir
 
 
 def forgemem_argv() -> list[str]:
@@ -77,7 +77,7 @@ class Change:
 class Plan:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    record: dict | None = None  # what uninstall needs, kept in the cache
+    record: dict | None = None  # what uninstall needs, kept in ~/.forge/install/
     record_path: Path | None = None
     remove_record: bool = False
     remove_dirs: list[Path] = field(default_factory=list)
@@ -106,11 +106,13 @@ class Plan:
         if self.record_path is not None:
             if self.remove_record:
                 self.record_path.unlink(missing_ok=True)
+                _legacy_record_path(self.record_path).unlink(missing_ok=True)
             elif self.record is not None:
                 from forgemem.permissions import private_dir
 
                 private_dir(self.record_path.parent)
                 atomic_write_text(self.record_path, json.dumps(self.record, indent=2) + "\n", private=True)
+                _legacy_record_path(self.record_path).unlink(missing_ok=True)
 
 
 def _read(path: Path) -> str | None:
@@ -121,18 +123,25 @@ def _read(path: Path) -> str | None:
 
 
 def _record_path(kind: str, target: Path) -> Path:
+    """Where install records what it added to `target`: `~/.forge/install/` (private). Not the
+    cache: deleting the cache must lose only time, and this record is what lets uninstall
+    take out exactly what install put in."""
     digest = hashlib.sha256(str(target.absolute()).encode()).hexdigest()[:16]
-    return user_cache_dir() / "install" / f"{kind}-{digest}.json"
+    return forge_home() / "install" / f"{kind}-{digest}.json"
+
+
+def _legacy_record_path(path: Path) -> Path:
+    """Where earlier forgemem kept the same record (in the cache): read, then moved."""
+    return user_cache_dir() / "install" / path.name
 
 
 def _load_record(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+    for candidate in (path, _legacy_record_path(path)):
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
 
-
-# ------------------------------------------------------------------ Claude Code
-
-
-# ------------------------------------------------------------------ Codex

@@ -82,7 +82,7 @@ def install(
     user: bool = _USER_OPTION,
     dry_run: bool = _DRY_RUN_OPTION,
 ) -> None:
-    """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff driver (git)."""
+    """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff and merge drivers (git)."""
     _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
     if agent != "git":  # which classifier capture uses, and how to have the agent itself decide
         from forgemem.capture.classify.agent_cli import install_note

@@ -1,8 +1,9 @@
 """The `forgemem` console script.
 
-`forgemem hook claude-code` runs on every prompt an agent sends, so it skips
-the CLI framework (typer and rich cost about 60 ms to import); everything else
-goes to `forgemem.cli`.
+`forgemem hook claude-code` runs on every prompt an agent sends, and git runs
+`forgemem diff-driver` / `merge-driver` once per memory file of a diff or a merge,
+so they skip the CLI framework (typer and rich cost about 60 ms to import);
+everything else goes to `forgemem.cli`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ def run() -> None:
         # Runtime, FAISS) on its thread; tearing the interpreter down under it can abort the
         # process ("terminate called without an active exception"). Nothing is left to save.
         os._exit(code)
+    args = sys.argv[1:]
+    if (args[:1] == ["diff-driver"] and len(args) == 2 or args[:1] == ["merge-driver"] and len(args) == 5) \
+            and not any(a.startswith("-") for a in args[1:]):
+        # git runs these once per file of a diff or a merge: no CLI framework to load, nothing else to fail
+        from forgemem.git import drivers
+
+        sys.exit(drivers.main_textconv(args[1]) if args[0] == "diff-driver" else drivers.main_merge(*args[1:]))
     from forgemem.cli.main import run as cli_run
 
     cli_run()

@@ -71,13 +71,31 @@ def review(
 @app.command("diff-driver")
 def diff_driver(path: Path = typer.Argument(..., help="The file git hands its textconv program.")) -> None:
     """git's textconv for memory files (installed by `forgemem install git`): a readable memory."""
-    from forgemem.git.review import textconv
+    from forgemem.git.drivers import main_textconv
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ForgememError(f"cannot read {path}: {exc.strerror or exc}") from None
-    sys.stdout.write(textconv(data, str(path)))
+    code = main_textconv(str(path))
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("merge-driver")
+def merge_driver(
+    base: Path = typer.Argument(..., metavar="BASE", help="git's %O: the common ancestor's version."),
+    ours: Path = typer.Argument(..., metavar="OURS", help="git's %A: our version; the merge is written here."),
+    theirs: Path = typer.Argument(..., metavar="THEIRS", help="git's %B: their version."),
+    marker_size: int = typer.Argument(7, metavar="MARKER_SIZE", help="git's %L: the conflict marker size."),
+) -> None:
+    """git's merge driver for memory files (installed by `forgemem install git`).
+
+    Edges and tags of both sides are merged, `updated_at` is the newer one; conflict
+    markers only where both changed the same key or text lines. Exit 0 merged, 3 merged
+    with conflict markers; any other status: nothing written (git's own merge runs).
+    """
+    from forgemem.git.drivers import main_merge
+
+    code = main_merge(str(base), str(ours), str(theirs), str(marker_size))
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

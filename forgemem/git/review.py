@@ -31,33 +31,14 @@ from functools import cached_property
 from pathlib import Path
 
 from forgemem.config import FORGE_DIR, MEMORY_DIR
-from forgemem.errors import ForgememError, Problem, UsageError
+from forgemem.errors import Problem, UsageError
+from forgemem.git.run import GIT, git, git_argv  # noqa: F401 - the way forgemem runs git (curate uses it too)
 from forgemem.store.model import PROPOSED, Memory, short, short_ids
 
 WORKTREE, INDEX = "worktree", "index"
 
 
 # ------------------------------------------------------------------ reading a side
-
-
-#: git run by forgemem never starts a program a repository's own config names (a
-#: `.git/config` can arrive inside a tarball): no fsmonitor hook, no external diff, no textconv.
-GIT = ("git", "-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.pager=cat")
-
-
-def git_argv(*args: str) -> list[str]:
-    return [*GIT, *args]
-
-
-def git(root: Path, *args: str, data: bytes | None = None) -> bytes:
-    try:
-        done = subprocess.run(git_argv(*args), cwd=root, input=data, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise ForgememError("git is not installed") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise UsageError(f"git {' '.join(args[:2])}: {message[-1] if message else 'failed'}")
-    return done.stdout
 
 
 @dataclass
@@ -505,45 +486,3 @@ def reject(workspace, refs: list[str]) -> list[Memory]:
 
     forget(workspace, [m.id for m in memories])  # a rejected memory is not announced any more
     return memories
-
-
-# ------------------------------------------------------------------ git diff driver
-
-
-def textconv(data: bytes, name: str = "") -> str:
-    """A memory file as git should diff it: what it says and how it links, one fact a line.
-
-    Used as `diff.forgemem.textconv`; a file that does not parse is shown as it is.
-    """
-    from forgemem.store import memfile
-    from forgemem.store.model import format_timestamp
-
-    try:
-        memory = memfile.parse_bytes(data, path=Path(name) if name else None)
-    except memfile.MemoryFileError:
-        return data.decode("utf-8", "replace")
-    head = f"memory {memory.id} v{memory.version} · {memory.scope}/{memory.category}"
-    if memory.status:
-        head += f" · {memory.status}"
-    lines = [head, f"written {format_timestamp(memory.created_at)} ({memory.trigger})"]
-    lines += [f"supersedes {old}" for old in memory.supersedes]
-    lines += [f"{r.relationship} {r.id}" for r in memory.related]
-    if memory.tags:
-        lines.append("tags: " + ", ".join(memory.tags))
-    if memory.confidence is not None:
-        lines.append(f"confidence: {memory.confidence}")
-    source = memory.extra.get("source")
-    if isinstance(source, dict):
-        where = str(source.get("transcript", ""))
-        if source.get("lines"):
-            where += f":{source['lines']}"
-        lines.append(f"from {where}")
-        if source.get("quote"):
-            lines.append(f"quote: “{source['quote']}”")
-    elif source:
-        lines.append(f"from {source}")
-    lines.append("")
-    # one sentence a line: a changed word shows as a changed sentence, not a changed paragraph
-    for paragraph in memory.body.split("\n"):
-        lines += [s for s in re.split(r"(?<=[.!?;])\s+", paragraph.strip())] if paragraph.strip() else [""]
-    return "\n".join(lines).rstrip() + "\n"

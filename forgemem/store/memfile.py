@@ -327,15 +327,14 @@ def dumps(memory: Memory) -> str:
         raise ForgememError("a memory needs some text; the body is empty")
     if "\x00" in body:
         raise ForgememError("a memory's text cannot contain NUL characters")
-    front = yaml.dump(
-        front_matter(memory),
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1_000_000,
-    )
-    return f"---\n{front}---\n{body}\n"
+    return f"---\n{dump_front_matter(front_matter(memory))}---\n{body}\n"
+
+
+def dump_front_matter(meta: dict[str, Any]) -> str:
+    """Front-matter keys as the canonical text writes them (between the `---` lines). Each
+    top-level key's lines stand alone: dumping keys one by one and joining gives the same text."""
+    return yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                     width=1_000_000)
 
 
 def write_new(memory: Memory, path: Path) -> Path:

@@ -120,7 +120,7 @@ def test_the_git_diff_driver_runs_from_a_hostile_path(cli, project, hostile_forg
     monkeypatch.chdir(project)
     assert cli("install", "git").code == 0
     textconv = git(project, "config", "--get", "diff.forgemem.textconv").strip()
-    assert textconv.endswith(" diff-driver") and HOSTILE_DIR.split()[0] in textconv
+    assert ' diff-driver "$1"' in textconv and HOSTILE_DIR.split()[0] in textconv
     memory_file = next((project / ".forge" / "memory").rglob("*.md"))
     memory_file.write_text(memory_file.read_text() + "\nOne more sentence.\n")
     diff = git(project, "diff", "-U1000", "--", str(memory_file.relative_to(project)))
