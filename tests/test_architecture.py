@@ -33,7 +33,6 @@ TOO_LONG = {
     "forgemem/capture/classify/rules.py": 1194,
     "forgemem/capture/observer.py": 711,
     "forgemem/git/review.py": 549,
-    "forgemem/index/cache.py": 695,
 }
 
 
