@@ -237,3 +237,11 @@ def test_json_outputs_are_valid_json(cli):
     for args in (["list", "--json"], ["show", "9f7ab1bf", "--json"], ["history", "9f7ab1bf", "--json"],
                  ["graph", "--format", "json"], ["validate", "--json"], ["stats", "--json"]):
         json.loads(cli(*base, *args).out)
+
+
+def test_show_says_where_a_memory_came_from_on_one_line(cli):
+    base = ["--repo-dir", str(SAMPLES / "repo/.forge/memory"), "--user-dir", str(SAMPLES / "user/.forge/memory")]
+    shown = " ".join(cli(*base, "show", "9f7ab1bf").out.split())
+    assert "source: ~/.claude/projects/harbor/8c1d2e3f.jsonl:412-430 — “integration tests only run with make " \
+        "test-all now”" in shown
+    assert "{'transcript'" not in shown

@@ -243,14 +243,8 @@ def show(snap: Snapshot, ref: str) -> str:
         lines.append(f"{relation.relationship} `{ids(relation.id)}`")
     for other in graph.conflicts.get(memory.id, []):
         lines.append(f"⚠ contradicted by `{ids(other)}`")
-    source = memory.extra.get("source")
-    if isinstance(source, dict):
-        where = source.get("transcript", "")
-        if source.get("lines"):
-            where += f":{source['lines']}"
-        lines.append(f"from {where}" + (f" — “{source['quote']}”" if source.get("quote") else ""))
-    elif source:
-        lines.append(f"from {source}")
+    if memory.source:
+        lines.append(f"from {memory.source.describe()}")
     if memory.path:
         lines.append(f"file: `{memory.path}`")
     return "\n".join(lines).rstrip()

@@ -180,7 +180,9 @@ def show(
     if memory.tags:
         out.print(f"[dim]tags: {escape(', '.join(memory.tags))}[/]")
     for key, value in memory.extra.items():
-        if key != "tags":
+        if key == "source" and memory.source:
+            out.print(f"[dim]source: {escape(memory.source.describe())}[/]")
+        elif key != "tags":
             out.print(f"[dim]{escape(key)}: {escape(str(value))}[/]")
     out.print()
     out.print(escape(memory.body))
