@@ -226,7 +226,7 @@ class Memory:
 
     @property
     def title(self) -> str:
-        """The first line of the body, for one-line listings."""
+        """The first line of the body (the graph's JSON, a retraction's text); listings use `one_line`."""
         return self.body.split("\n", 1)[0]
 
     def short_id(self) -> str:
@@ -263,6 +263,16 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def one_line(what: Memory | str, width: int | None = None) -> str:
+    """A memory's text (or any text) on one line for people: each run of blank space, line breaks
+    included, one space; longer than `width` characters: cut there, "…" the last of them. Every
+    listing of memories renders them with this (the context block has its own, fence-safe form)."""
+    text = " ".join((what.body if isinstance(what, Memory) else what).split())
+    if width is None or len(text) <= width:
+        return text
+    return text[: width - 1].rstrip() + "…"
 
 
 def short(memory_id: str) -> str:
