@@ -34,6 +34,7 @@ from forgemem.store.model import (
     TRIGGERS,
     Memory,
     Relation,
+    Source,
     new_id,
     normalize_body,
     utc_now,
@@ -282,7 +283,7 @@ class Workspace:
         trigger: str = "manual",
         session_id: str | None = None,
         confidence: float | None = None,
-        source: str | dict | None = None,
+        source: Source | str | dict | None = None,
         status: str | None = None,
         snapshot: Snapshot | None = None,
     ) -> tuple[Memory, list[str]]:
@@ -333,10 +334,10 @@ class Workspace:
             if not 0 <= confidence <= 1:
                 raise UsageError(f"confidence must be from 0 to 1, not {confidence}")
             extra["confidence"] = confidence
-        if source is not None:
-            source, source_found = redact_value(source)
+        if source is not None:  # a Source, or a front-matter value (a string or a mapping) written as given
+            value, source_found = redact_value(source.front_matter() if isinstance(source, Source) else source)
             found = found + source_found
-            extra["source"] = source
+            extra["source"] = value
         if status is not None:
             extra["status"] = status
         memory = Memory(

@@ -120,6 +120,8 @@ def test_slash_commands_answer_usefully(workspace):
     assert history.splitlines()[-1].startswith(f"- v3 `{head.id[4:12]}`") and "← current" in history
     shown = run(f"/memory show {head.id}")
     assert "v3" in shown and "supersedes" in shown and head.body in shown
+    assert "from ~/.claude/projects/harbor/8c1d2e3f.jsonl:412-430 — “integration tests only run with make test-all now”" \
+        in shown.splitlines()
     assert "supersedes →" in run(f"/memory graph {head.id[4:12]}")
     assert "**Conflict**" in run("/memory conflicts")
     assert "current memories" in run("/memory stats")

@@ -31,8 +31,6 @@ TOO_LONG = {
     "forgemem/capture/classify/relate.py": 646,
     "forgemem/capture/classify/rules.py": 1194,
     "forgemem/capture/observer.py": 711,
-    "forgemem/index/cache.py": 695,
-    "forgemem/store/redact.py": 845,
 }
 
 

@@ -259,3 +259,36 @@ def test_a_mistyped_command_gets_one_suggestion(cli):
     result = cli("recal", "how do we deploy")
     assert result.code == 2
     assert result.err.count("Did you mean 'recall'?") == 1
+
+
+def test_show_says_where_a_memory_came_from_on_one_line(cli):
+    base = ["--repo-dir", str(SAMPLES / "repo/.forge/memory"), "--user-dir", str(SAMPLES / "user/.forge/memory")]
+    shown = " ".join(cli(*base, "show", "9f7ab1bf").out.split())
+    assert "source: ~/.claude/projects/harbor/8c1d2e3f.jsonl:412-430 — “integration tests only run with make " \
+        "test-all now”" in shown
+    assert "{'transcript'" not in shown
+
+
+def test_every_listing_shows_a_memory_on_one_line(repo, cli):
+    from forgemem.store.model import one_line, short
+
+    text = ("Deploys go through the staging cluster first.\n\nThen prod, once the smoke tests pass on staging"
+            + " and the on-call engineer signs off" * 3 + ".")
+    memory = add(cli, text, "-c", "project-conventions")
+    flat = " ".join(text.split())
+    listed = [line for line in cli("list").out.splitlines() if short(memory["id"]) in line]
+    assert len(listed) == 1 and listed[0].endswith(flat)  # piped: the whole text, on its one line
+    assert f"    {flat}" in cli("history", memory["id"]).out.splitlines()
+    label = one_line(text, 70)
+    assert len(label) == 70 and label.endswith("…") and "\n" not in label
+    assert f'[project-conventions] {label}"' in cli("graph", "--format", "dot").out  # UTF-8, not \u2026
+
+
+def test_one_line_joins_lines_and_cuts_with_an_ellipsis():
+    from forgemem.store.model import one_line
+
+    from .conftest import make_memory
+
+    assert one_line("a\n\n  b\tc ") == "a b c"
+    assert one_line(make_memory(body="first line\nsecond line"), 12) == "first line…"  # no blank before "…"
+    assert one_line("exactly ten", 11) == "exactly ten" and one_line("exactly ten", 10) == "exactly t…"

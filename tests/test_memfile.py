@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from forgemem.errors import ForgememError
 from forgemem.store import memfile
-from forgemem.store.model import CATEGORIES, RELATIONSHIPS, SCOPES, TRIGGERS, Memory, Relation
+from forgemem.store.model import CATEGORIES, RELATIONSHIPS, SCOPES, TRIGGERS, Memory, Relation, Source
 
 from .conftest import make_memory
 
@@ -115,6 +115,44 @@ ids = st.uuids(version=4).map(lambda u: f"mem_{u}")
 stamps = st.datetimes(
     min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
 )
+
+
+
+def test_source_is_read_typed_and_the_file_keeps_its_own_bytes():
+    # a hand-written source: keys out of the usual order, a number for `lines`, keys this version does not know
+    text = DESIGN_EXAMPLE.replace(
+        "trigger: cadence\n",
+        "trigger: cadence\nsource:\n  quote: run make migrate\n  commit: 3f2a9c1\n  lines: 12\n"
+        "  transcript: ~/.claude/projects/p/s-1.jsonl\n  span:\n    from: 1\n    to: 2\n",
+    )
+    memory = memfile.parse_text(text)
+    assert memory.source == Source(
+        transcript="~/.claude/projects/p/s-1.jsonl", lines="12", quote="run make migrate",
+        other={"commit": "3f2a9c1", "span": {"from": 1, "to": 2}},
+    )
+    assert list(memory.source.other) == ["commit", "span"]
+    assert memory.source.describe() == (
+        "~/.claude/projects/p/s-1.jsonl:12 — “run make migrate” · commit: 3f2a9c1 · span: {'from': 1, 'to': 2}"
+    )
+    assert memfile.dumps(memory) == text  # loading and saving an untouched file changes no byte
+
+
+def test_a_new_source_is_written_in_its_canonical_form_and_reads_back_the_same():
+    source = Source(transcript="notes/s.jsonl", lines="3-5", quote="use ruff", other={"x-tool": "aider"})
+    assert source.front_matter() == {"transcript": "notes/s.jsonl", "lines": "3-5", "quote": "use ruff",
+                                     "x-tool": "aider"}
+    assert list(source.front_matter()) == ["transcript", "lines", "quote", "x-tool"]
+    assert Source.parse(source.front_matter()) == source
+    memory = make_memory(body="Use ruff.", extra={"source": source.front_matter()})
+    text = memfile.dumps(memory)
+    assert "source:\n  transcript: notes/s.jsonl\n  lines: 3-5\n  quote: use ruff\n  x-tool: aider\n" in text
+    assert memfile.parse_text(text).source == source
+    # a plain-string source (a document, a URL) stays a string
+    assert Source.parse("docs/adr/0007.md") == Source(text="docs/adr/0007.md")
+    assert Source(text="docs/adr/0007.md").front_matter() == "docs/adr/0007.md"
+    assert Source(text="docs/adr/0007.md").describe() == "docs/adr/0007.md"
+    assert Source.parse(None) is None and Source.parse("") is None and Source.parse({}) is None
+    assert make_memory(body="No source.").source is None
 
 
 @st.composite

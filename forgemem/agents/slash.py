@@ -24,11 +24,12 @@ import shlex
 from collections.abc import Callable
 
 from forgemem.errors import ForgememError
-from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, short, short_ids
+from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, one_line, short, short_ids
 from forgemem.workspace import Snapshot, Workspace
 
 LIST_LIMIT = 50
 SEARCH_K = 8
+LINE_WIDTH = 160  # characters of a memory's text on a listed line
 PREFIXES = ("/memory", "/forgemem")
 
 HELP = """**/memory** — forgemem's long-term memory
@@ -119,18 +120,13 @@ class _Ids:
         return self.short.get(memory_id, short(memory_id))
 
 
-def _one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _line(memory: Memory, ids: _Ids, snap: Snapshot | None = None) -> str:
     mark = ""
     if snap is not None and snap.graph.conflicts.get(memory.id):
         mark = " ⚠"
     if memory.status and not memory.retracted:
         mark += f" ({memory.status})"
-    return f"- `{ids(memory.id)}` {memory.scope}/{memory.category}{mark}: {_one_line(memory.body)}"
+    return f"- `{ids(memory.id)}` {memory.scope}/{memory.category}{mark}: {one_line(memory, LINE_WIDTH)}"
 
 
 # ------------------------------------------------------------------ commands
@@ -194,7 +190,7 @@ def search_memories(workspace: Workspace, query: str, search) -> str:
         mark = " ⚠ conflict" if hit.get("conflicts") else ""
         lines.append(
             f"- `{ids(hit['id'])}` {hit['scope']}/{hit['category']} ({hit['score']:.2f}){mark}: "
-            f"{_one_line(hit['content'])}"
+            f"{one_line(hit['content'], LINE_WIDTH)}"
         )
     return "\n".join(lines)
 
@@ -243,14 +239,8 @@ def show(snap: Snapshot, ref: str) -> str:
         lines.append(f"{relation.relationship} `{ids(relation.id)}`")
     for other in graph.conflicts.get(memory.id, []):
         lines.append(f"⚠ contradicted by `{ids(other)}`")
-    source = memory.extra.get("source")
-    if isinstance(source, dict):
-        where = source.get("transcript", "")
-        if source.get("lines"):
-            where += f":{source['lines']}"
-        lines.append(f"from {where}" + (f" — “{source['quote']}”" if source.get("quote") else ""))
-    elif source:
-        lines.append(f"from {source}")
+    if memory.source:
+        lines.append(f"from {memory.source.describe()}")
     if memory.path:
         lines.append(f"file: `{memory.path}`")
     return "\n".join(lines).rstrip()
@@ -265,7 +255,7 @@ def history(snap: Snapshot, ref: str) -> str:
         current = " ← current" if snap.graph.is_head(version.id) else ""
         lines.append(
             f"- v{version.version} `{ids(version.id)}` {format_timestamp(version.created_at)[:10]}"
-            f"{current}: {_one_line(version.body)}"
+            f"{current}: {one_line(version, LINE_WIDTH)}"
         )
     return "\n".join(lines)
 
@@ -274,7 +264,7 @@ def graph(snap: Snapshot, ref: str) -> str:
     memory = _resolve(snap, ref)
     ids = _Ids(snap)
     g = snap.graph
-    lines = [f"**`{ids(memory.id)}`** {memory.category}: {_one_line(memory.body, 100)}"]
+    lines = [f"**`{ids(memory.id)}`** {memory.category}: {one_line(memory, 100)}"]
     edges = []
     for old in memory.supersedes:
         edges.append(("supersedes →", old))
@@ -290,7 +280,7 @@ def graph(snap: Snapshot, ref: str) -> str:
         lines.append("No edges.")
     for label, other_id in edges:
         other = g.memories.get(other_id)
-        text = _one_line(other.body, 100) if other else "(missing memory)"
+        text = one_line(other, 100) if other else "(missing memory)"
         lines.append(f"- {label} `{ids(other_id)}`: {text}")
     return "\n".join(lines)
 
@@ -307,7 +297,7 @@ def conflicts(snap: Snapshot) -> str:
         for memory_id in (a, b):
             memory = snap.graph.memories.get(memory_id)
             if memory:
-                lines.append(f"  - `{ids(memory_id)}` {memory.category}: {_one_line(memory.body, 120)}")
+                lines.append(f"  - `{ids(memory_id)}` {memory.category}: {one_line(memory, 120)}")
     for base, heads in forks:
         lines.append(f"**Fork**: `{ids(base)}` is superseded by " + " and ".join(f"`{ids(h)}`" for h in heads))
     lines.append("Resolve by adding a memory that supersedes both (`forgemem add --supersedes A --supersedes B`).")
@@ -322,7 +312,7 @@ def forget(workspace: Workspace, rest: str) -> str:
     memory = _resolve(snap, ref.strip("`"))
     retraction, _ = workspace.forget(memory.id, reason=reason.strip())
     ids = _Ids(workspace.load())
-    return f"Forgot `{ids(memory.id)}` ({_one_line(memory.body, 80)}); retraction `{ids(retraction.id)}` written."
+    return f"Forgot `{ids(memory.id)}` ({one_line(memory, 80)}); retraction `{ids(retraction.id)}` written."
 
 
 def add(workspace: Workspace, rest: str) -> str:
@@ -345,7 +335,7 @@ def add(workspace: Workspace, rest: str) -> str:
     memory, redacted = workspace.add(shlex_safe(text), scope=scope, category=category)
     ids = _Ids(workspace.load())
     note = f" ({len(redacted)} secret(s) redacted)" if redacted else ""
-    return f"Remembered `{ids(memory.id)}` as {memory.scope}/{memory.category}{note}: {_one_line(memory.body)}"
+    return f"Remembered `{ids(memory.id)}` as {memory.scope}/{memory.category}{note}: {one_line(memory, LINE_WIDTH)}"
 
 
 def shlex_safe(text: str) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbour, Proposal
 from forgemem.recall.rank import Query
-from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory
+from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory, Source
 
 if TYPE_CHECKING:
     from forgemem.recall.engine import RecallEngine
@@ -193,9 +193,9 @@ class Capturer:
             index: dict[tuple, str] = {}
             for memory in snap.memories:
                 index.setdefault(("text", *_WORD.findall(memory.body.lower())), memory.id)
-                source = memory.extra.get("source")
-                quote = source.get("quote") if isinstance(source, dict) else None
-                if isinstance(quote, str) and quote.strip():
+                source = memory.source
+                quote = source.quote if source else None
+                if quote and quote.strip():
                     index.setdefault(("quote", *_WORD.findall(quote.lower())), memory.id)
             self._versions = (snap, index)
         index = self._versions[1]
@@ -234,14 +234,13 @@ class Capturer:
 
     def _write(self, proposal: Proposal, batch: Batch) -> tuple[Memory, list[str]]:
         project = self.workspace.stores["repo"].forge_dir.parent if "repo" in self.workspace.stores else None
-        source: dict = {"transcript": provenance_path(batch.path, project)}
-        if proposal.turn is not None:
-            turn = proposal.turn
-            source["lines"] = (
-                f"{turn.line_start}" if turn.line_start == turn.line_end else f"{turn.line_start}-{turn.line_end}"
-            )
-        if proposal.quote:
-            source["quote"] = proposal.quote
+        turn = proposal.turn
+        source = Source(
+            transcript=provenance_path(batch.path, project),
+            lines=None if turn is None else f"{turn.line_start}" if turn.line_start == turn.line_end
+            else f"{turn.line_start}-{turn.line_end}",
+            quote=proposal.quote or None,
+        )
         supersedes = [proposal.target] if proposal.relation == "supersedes" else []
         related = (
             [(proposal.target, proposal.relation)]

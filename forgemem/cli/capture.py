@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, app, emit_json, err, out, state, warn
 from forgemem.errors import UsageError
-from forgemem.store.model import short
+from forgemem.store.model import one_line, short
 
 
 @app.command()
@@ -92,7 +92,7 @@ def observe(
                 edge = f" (supersedes {short(memory.supersedes[0])})"
             elif memory.related:
                 edge = f" ({memory.related[0].relationship} {short(memory.related[0].id)})"
-            out.print(f"+ {short(memory.id)} {memory.scope}/{memory.category}{edge}: {escape(memory.title)}")
+            out.print(f"+ {short(memory.id)} {memory.scope}/{memory.category}{edge}: {escape(one_line(memory))}")
 
     if once:
         read, ran = observer.once(compaction=compaction, final=final, on_result=report)

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state, warn
 from forgemem.errors import ForgememError, UsageError, require_choice
-from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, utc_now
+from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, one_line, utc_now
 from forgemem.views import added_json, forgotten_json, linked_json, memory_json
 from forgemem.workspace import default_forge_dir, init_forge_dir
 
@@ -150,9 +150,9 @@ def list_(
         version = f"v{m.version}" + ("" if snap.graph.is_head(m.id) else "*")
         line = (
             f"{m.short_id()}  {_style_scope(m.scope)}  {m.category:<{width}}  {version:<3}  "
-            f"{escape(m.title)}"
+            f"{escape(one_line(m))}"
         )
-        # In a terminal one memory per line; piped output keeps the whole title.
+        # In a terminal one memory per line, cut at its width; piped output keeps the whole text.
         if out.is_terminal:
             out.print(line, no_wrap=True, overflow="ellipsis")
         else:
@@ -180,7 +180,9 @@ def show(
     if memory.tags:
         out.print(f"[dim]tags: {escape(', '.join(memory.tags))}[/]")
     for key, value in memory.extra.items():
-        if key != "tags":
+        if key == "source" and memory.source:
+            out.print(f"[dim]source: {escape(memory.source.describe())}[/]")
+        elif key != "tags":
             out.print(f"[dim]{escape(key)}: {escape(str(value))}[/]")
     out.print()
     out.print(escape(memory.body))
@@ -214,7 +216,7 @@ def history(
             f"[bold]v{m.version}[/] {marker} {m.id}  [dim]{format_timestamp(m.created_at)}[/]"
             + (f"  [dim]supersedes {', '.join(x[:12] for x in m.supersedes)}[/]" if m.supersedes else "")
         )
-        out.print(f"    {escape(m.title)}")
+        out.print(f"    {escape(one_line(m))}")
 
 
 @app.command()

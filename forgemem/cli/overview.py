@@ -12,13 +12,12 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state
 from forgemem.errors import EXIT_PROBLEMS, UsageError
-from forgemem.store.model import Memory, short
+from forgemem.store.model import Memory, one_line, short
 
 
 def _label(memory: Memory) -> str:
-    title = memory.title if len(memory.title) <= 70 else memory.title[:67] + "..."
     status = f" ({memory.status})" if memory.status else ""  # retracted or proposed: not current
-    return f"{memory.short_id()} v{memory.version} [{memory.category}]{status} {title}"
+    return f"{memory.short_id()} v{memory.version} [{memory.category}]{status} {one_line(memory, 70)}"
 
 
 @app.command()
@@ -48,7 +47,7 @@ def graph(
         lines = ["digraph forgemem {", "  node [shape=box];"]
         for i in ids:
             faded = ", style=dashed, color=gray" if g.memories[i].status or not g.is_head(i) else ""
-            lines.append(f"  {json.dumps(i)} [label={json.dumps(_label(g.memories[i]))}{faded}];")
+            lines.append(f"  {json.dumps(i)} [label={json.dumps(_label(g.memories[i]), ensure_ascii=False)}{faded}];")
         for s, t, k in g.graph.edges(keys=True):
             if s in keep and t in keep:
                 style = ', style=dashed' if k != "supersedes" else ""

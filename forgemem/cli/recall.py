@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, load, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
-from forgemem.store.model import CATEGORIES, PROPOSED, short
+from forgemem.store.model import CATEGORIES, PROPOSED, one_line, short
 from forgemem.views import conflicts_json
 
 
@@ -215,7 +215,7 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
             out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
         for finding in stale:
             out.print(f"[yellow]stale[/] {short(finding.memory.id)}: {escape(finding.detail)} — "
-                      f"{escape(finding.memory.title[:80])}")
+                      f"{escape(one_line(finding.memory, 80))}")
         if root is not None and not stale:
             out.print("no stale memories (paths and symbols they name still exist)")
     if not all(r["ok_after"] for r in results.values()):

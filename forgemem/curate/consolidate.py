@@ -123,11 +123,11 @@ def candidates(snap: Snapshot) -> list[Memory]:
 
 
 def vectors_of(memories: list[Memory], embedder, stored: dict[str, bytes] | None = None):
-    """Unit vectors of the memories' indexed texts (`index.embed_text`): from the cache where it has
+    """Unit vectors of the memories' indexed texts (`index.database.embed_text`): from the cache where it has
     them, the rest encoded now."""
     import numpy as np
 
-    from forgemem.index.cache import embed_text
+    from forgemem.index.database import embed_text
 
     stored = stored or {}
     missing = [m for m in memories if m.id not in stored]

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forgemem.index.cache import RefreshReport, StoreIndex
+from forgemem.index.cache import StoreIndex
 from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
+from forgemem.index.refresh import RefreshReport
 from forgemem.recall.rank import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
 from forgemem.store.graph import MemoryGraph
 from forgemem.store.model import Memory

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 CATEGORIES = (
     "coding-preferences",
@@ -91,6 +91,70 @@ class Relation:
     relationship: str
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a memory came from: the typed reading of `source` in the file.
+
+    The file holds a mapping (`transcript`: a path relative to the project or
+    `~/…`, `lines`: one line or a range such as `412-430`, `quote`: a few
+    verbatim words) or a plain string (a document, a URL: `text` here). Keys
+    this version does not know are kept in `other`, in their order. The file's
+    own value is what is written back (`Memory.extra["source"]`), so loading and
+    saving a file changes no byte; `front_matter()` is the value for a new memory.
+    """
+
+    transcript: str | None = None
+    lines: str | None = None
+    quote: str | None = None
+    text: str | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+    KEYS: ClassVar[tuple[str, ...]] = ("transcript", "lines", "quote")
+
+    @classmethod
+    def parse(cls, value: Any) -> Source | None:
+        """The source from its front-matter value (None when there is none). A known key whose value is not
+        a single value (a list, a mapping) is kept in `other`, as it is."""
+        if value is None or value == "" or value == {}:
+            return None
+        if not isinstance(value, dict):
+            return cls(text=str(value))
+        known: dict[str, str] = {}
+        other: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in cls.KEYS and item is not None and not isinstance(item, (dict, list)):
+                known[key] = str(item)  # `lines: 12` is read as a number
+            else:
+                other[key] = item
+        return cls(**known, other=other)
+
+    def front_matter(self) -> str | dict[str, Any]:
+        """The value written under `source` for a new memory: the known keys in their order, then the others."""
+        if self.text is not None:
+            return self.text
+        value: dict[str, Any] = {key: getattr(self, key) for key in self.KEYS if getattr(self, key) is not None}
+        value.update((key, item) for key, item in self.other.items() if key not in value)
+        return value
+
+    @property
+    def where(self) -> str:
+        """The transcript and its lines (`path:412-430`), or the plain-string source."""
+        if self.text is not None:
+            return self.text
+        return (self.transcript or "") + (f":{self.lines}" if self.lines else "")
+
+    def describe(self) -> str:
+        """The one line people read: where, the quote, then any other key (`path:12 — “words” · key: value`)."""
+        parts = [self.where] if self.where else []
+        if self.quote:
+            parts.append(f"“{self.quote}”")
+        line = " — ".join(parts)
+        for key, item in self.other.items():
+            if item is not None:
+                line += f"{' · ' if line else ''}{key}: {_jsonable(item)}"
+        return line
+
+
 @dataclass
 class Memory:
     """One memory. `path` is where it was loaded from (None before it is written)."""
@@ -152,12 +216,17 @@ class Memory:
         return str(value) if value is not None else None
 
     @property
+    def source(self) -> Source | None:
+        """Where it came from, typed (`extra["source"]` holds the file's own value)."""
+        return Source.parse(self.extra.get("source"))
+
+    @property
     def retracted(self) -> bool:
         return self.status == RETRACTED
 
     @property
     def title(self) -> str:
-        """The first line of the body, for one-line listings."""
+        """The first line of the body (the graph's JSON, a retraction's text); listings use `one_line`."""
         return self.body.split("\n", 1)[0]
 
     def short_id(self) -> str:
@@ -194,6 +263,16 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def one_line(what: Memory | str, width: int | None = None) -> str:
+    """A memory's text (or any text) on one line for people: each run of blank space, line breaks
+    included, one space; longer than `width` characters: cut there, "…" the last of them. Every
+    listing of memories renders them with this (the context block has its own, fence-safe form)."""
+    text = " ".join((what.body if isinstance(what, Memory) else what).split())
+    if width is None or len(text) <= width:
+        return text
+    return text[: width - 1].rstrip() + "…"
 
 
 def short(memory_id: str) -> str:

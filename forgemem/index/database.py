@@ -1,0 +1,123 @@
+"""The SQLite database of one store's cache: opening it privately, its schema and version, the meta table, a row's record."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+from forgemem.store.memfile import front_matter
+from forgemem.store.model import Memory, format_timestamp
+
+SCHEMA_VERSION = "3"
+
+
+def embed_text(memory: Memory) -> str:
+    """The text indexed for a memory (lexical and vector): its body, then its tags (if any)."""
+    if memory.tags:
+        return f"{memory.body}\nTags: {', '.join(memory.tags)}"
+    return memory.body
+
+
+# ----------------------------------------------------------------- records
+
+
+def to_record(memory: Memory) -> str:
+    meta = front_matter(memory)
+    for key in ("created_at", "updated_at"):
+        meta[key] = format_timestamp(meta[key])
+    return json.dumps({"meta": meta, "body": memory.body}, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value):
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    raise TypeError(f"cannot cache a value of type {type(value).__name__}")
+
+
+def from_record(record: str, path: Path) -> Memory:
+    data = json.loads(record)
+    return Memory.from_front_matter(data["meta"], data["body"], path)
+
+
+# ----------------------------------------------------------------- the database
+
+
+def connect(db_path: Path, memory_dir: Path) -> sqlite3.Connection:
+    """Open the database file (created private, WAL) with its schema.
+
+    Raises sqlite3.DatabaseError when the file is not a cache of this schema
+    version for this memory folder (the caller deletes it and opens it again).
+    """
+    from forgemem.permissions import PRIVATE_FILE, make_private
+
+    if not db_path.exists():  # created private; SQLite gives its -wal/-shm the same mode
+        os.close(os.open(db_path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+    make_private(db_path)
+    db = sqlite3.connect(db_path, isolation_level=None, timeout=30, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    create(db, memory_dir)
+    if get_meta(db, "schema") != SCHEMA_VERSION or get_meta(db, "memory_dir") != str(memory_dir):
+        db.close()
+        raise sqlite3.DatabaseError("the cache belongs to another version or folder")
+    return db
+
+
+def connect_in_memory(memory_dir: Path) -> sqlite3.Connection:
+    """A database that lives in this process only (when the cache folder cannot be written)."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    create(db, memory_dir)
+    return db
+
+
+def create(db: sqlite3.Connection, memory_dir: Path) -> None:
+    """The tables (if missing), and the meta of a new database."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS files(
+            path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL, problems TEXT);
+        CREATE TABLE IF NOT EXISTS memories(
+            rowid INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT UNIQUE NOT NULL, id TEXT NOT NULL,
+            record TEXT NOT NULL, text_hash TEXT NOT NULL, gen INTEGER NOT NULL);
+        CREATE INDEX IF NOT EXISTS memories_gen ON memories(gen);
+        CREATE TABLE IF NOT EXISTS vectors(
+            rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL, gen INTEGER NOT NULL);
+        CREATE INDEX IF NOT EXISTS vectors_gen ON vectors(gen);
+        CREATE TABLE IF NOT EXISTS tombstones(rowid INTEGER PRIMARY KEY, gen INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS embedded(
+            text_hash TEXT PRIMARY KEY, vector BLOB NOT NULL, used REAL NOT NULL);
+        CREATE INDEX IF NOT EXISTS tombstones_gen ON tombstones(gen);
+        CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+            text, tokenize='porter unicode61 remove_diacritics 2');
+        """
+    )
+    if get_meta(db, "schema") is None:
+        db.execute("BEGIN")
+        set_meta(db, "schema", SCHEMA_VERSION)
+        set_meta(db, "memory_dir", str(memory_dir))
+        set_meta(db, "generation", "0")
+        set_meta(db, "vectors_epoch", "0")
+        db.execute("COMMIT")
+
+
+def get_meta(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
+    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+
+def select_in(db: sqlite3.Connection, sql: str, values: list) -> list[tuple]:
+    """Rows of `sql`, whose `IN ({})` is filled with `values`, in chunks SQLite accepts."""
+    rows: list[tuple] = []
+    for start in range(0, len(values), 500):
+        chunk = values[start : start + 500]
+        rows += db.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+    return rows
