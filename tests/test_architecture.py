@@ -31,7 +31,6 @@ TOO_LONG = {
     "forgemem/capture/classify/offline.py": 536,
     "forgemem/capture/classify/relate.py": 646,
     "forgemem/capture/classify/rules.py": 1194,
-    "forgemem/capture/observer.py": 711,
     "forgemem/git/review.py": 549,
     "forgemem/index/cache.py": 695,
     "forgemem/store/redact.py": 845,

@@ -304,7 +304,7 @@ def test_two_observers_share_the_work_without_doing_it_twice(workspace, capturer
 
 
 def test_a_pass_left_running_by_a_dead_observer_runs_again(workspace, capturer, tmp_path, monkeypatch):
-    from forgemem.capture import observer as observer_module
+    from forgemem.capture import state as state_module
 
     transcript = tmp_path / "session.jsonl"
     transcript.write_text(exchange("Never commit secrets to the repo.", n=1))
@@ -314,7 +314,7 @@ def test_a_pass_left_running_by_a_dead_observer_runs_again(workspace, capturer, 
     assert dead.state.claim(row["id"])  # ... and the process died here
     alive = Observer(workspace, [transcript], cadence=1, capturer=capturer)
     assert alive.run_pending() == 0  # still fresh: it may just be slow
-    monkeypatch.setattr(observer_module, "STALE_SECONDS", -1)
+    monkeypatch.setattr(state_module, "STALE_SECONDS", -1)
     assert alive.run_pending() == 1
     assert [p["status"] for p in alive.state.passes(str(transcript))] == ["done"]
 

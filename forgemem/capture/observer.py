@@ -1,14 +1,7 @@
 """The observer: watch transcripts, count exchanges, fire capture passes.
 
-State lives in `observer.sqlite` in the cache (never in memory files):
-
-- `transcripts`: per file its format, (device, inode), byte offset, parser
-  state, human turns seen and the count at the last cadence pass — so a
-  restart never re-reads a byte or re-captures an exchange;
-- `arc`: the turns since the last compaction (the "goal arc" a compaction
-  pass reads), capped at ARC_TURNS;
-- `passes`: every pass with its own copy of the turns it covers, pending
-  until the worker has run it, then its result and cost.
+State lives in `observer.sqlite` in the cache, never in memory files
+(`forgemem.capture.state`: transcripts and their offsets, the goal arc, passes).
 
 Reading and classifying are separate: `poll` reads and records passes (fast,
 on the watching thread); a worker thread with a bounded queue runs them, one
@@ -28,11 +21,18 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import Batch
+from forgemem.capture.state import (
+    LAST_WRITES,
+    STATE_NAME,
+    ObserverState,
+    last_writes,
+    state_path,
+    status_report,
+)
 from forgemem.capture.transcripts import (
     FORMATS,
     Compaction,
@@ -47,13 +47,12 @@ if TYPE_CHECKING:
     from forgemem.capture.capturer import Capturer, PassResult
     from forgemem.workspace import Workspace
 
-STATE_NAME = "observer.sqlite"
+__all__ = ["STATE_NAME", "Observer", "ObserverState", "claude_code_folder", "state_path"]
+
 ARC_TURNS = 400  # turns of the current goal arc kept for a compaction pass
 CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
 QUEUE_SIZE = 4  # passes waiting in memory for the worker; the rest wait in the database
 MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
-STALE_SECONDS = 900  # a pass "running" this long belongs to an observer that died: run it again
-LAST_WRITES = 10  # memories `--status` lists under its last writes
 
 
 @dataclass(frozen=True)
@@ -67,60 +66,11 @@ class Budget:
 CADENCE_BUDGET = Budget(turns=40, chars=16_000)
 COMPACTION_BUDGET = Budget(turns=120, chars=48_000)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS transcripts (
-    path TEXT PRIMARY KEY,
-    format TEXT NOT NULL,
-    device INTEGER, inode INTEGER,
-    offset INTEGER NOT NULL DEFAULT 0,
-    size INTEGER NOT NULL DEFAULT 0,
-    mtime_ns INTEGER NOT NULL DEFAULT 0,
-    state TEXT NOT NULL DEFAULT '{}',
-    humans INTEGER NOT NULL DEFAULT 0,
-    humans_at_pass INTEGER NOT NULL DEFAULT 0,
-    next_turn INTEGER NOT NULL DEFAULT 0,
-    compactions INTEGER NOT NULL DEFAULT 0,
-    updated REAL
-);
-CREATE TABLE IF NOT EXISTS arc (
-    path TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (path, turn)
-);
-CREATE TABLE IF NOT EXISTS passes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    path TEXT NOT NULL,
-    trigger TEXT NOT NULL,
-    session TEXT,
-    turns TEXT NOT NULL,
-    context TEXT NOT NULL DEFAULT '[]',
-    status TEXT NOT NULL DEFAULT 'pending',
-    created REAL NOT NULL,
-    started REAL,
-    finished REAL,
-    classifier TEXT,
-    chars_sent INTEGER,
-    seconds REAL,
-    written TEXT,
-    skipped INTEGER,
-    notes TEXT,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS passes_pending ON passes (status, id);
-"""
-
 
 def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
     """Where Claude Code keeps this project's sessions: ~/.claude/projects/<path with - for / and .>."""
     home = home or Path.home()
     return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(repo_root.resolve()))
-
-
-def state_path(workspace: Workspace) -> Path:
-    """The observer's database: in the repo cache when there is a repo store, else the user's."""
-    store = workspace.stores.get("repo") or workspace.stores["user"]
-    return store.cache_dir / STATE_NAME
 
 
 def _turn_to_json(turn: Turn) -> dict:
@@ -153,106 +103,6 @@ def _fit(turns: list[dict], budget: Budget) -> list[dict]:
         kept.append(turn)
         chars += len(turn["text"])
     return list(reversed(kept))
-
-
-class ObserverState:
-    """The observer's SQLite database (one connection per thread)."""
-
-    def __init__(self, path: Path):
-        from forgemem.permissions import PRIVATE_FILE, make_private, private_dir
-
-        self.path = path
-        private_dir(path.parent)
-        gitignore = path.parent / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("*\n", encoding="utf-8")
-        if not path.exists():  # created private: it holds conversation text (redacted, but still)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
-        make_private(path)
-        self._local = threading.local()
-        self.connection.executescript(_SCHEMA)
-
-    @property
-    def connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-        return conn
-
-    def transcript(self, path: str) -> sqlite3.Row | None:
-        return self.connection.execute("SELECT * FROM transcripts WHERE path = ?", (path,)).fetchone()
-
-    def transcripts(self) -> list[sqlite3.Row]:
-        return self.connection.execute("SELECT * FROM transcripts ORDER BY path").fetchall()
-
-    def pending(self, limit: int = 1000) -> list[sqlite3.Row]:
-        """Passes waiting to run (and any left "running" by an observer that died), oldest first."""
-        return self.connection.execute(
-            "SELECT * FROM passes WHERE status = 'pending' OR (status = 'running' AND started < ?)"
-            " ORDER BY id LIMIT ?",
-            (time.time() - STALE_SECONDS, limit),
-        ).fetchall()
-
-    def passes(self, path: str | None = None, limit: int = 20) -> list[sqlite3.Row]:
-        if path is None:
-            sql, args = "SELECT * FROM passes ORDER BY id DESC LIMIT ?", (limit,)
-        else:
-            sql, args = "SELECT * FROM passes WHERE path = ? ORDER BY id DESC LIMIT ?", (path, limit)
-        return self.connection.execute(sql, args).fetchall()
-
-    def claim(self, pass_id: int) -> bool:
-        """Take a pending pass for this process; False if another observer has it, or has one of
-        the same transcript running (one transcript's passes never run at the same time)."""
-        now = time.time()
-        cursor = self.connection.execute(
-            "UPDATE passes SET status = 'running', started = ? WHERE id = ?"
-            " AND (status = 'pending' OR (status = 'running' AND started < ?))"
-            " AND NOT EXISTS (SELECT 1 FROM passes AS other WHERE other.path = passes.path"
-            " AND other.id != passes.id AND other.status = 'running' AND other.started >= ?)",
-            (now, pass_id, now - STALE_SECONDS, now - STALE_SECONDS),
-        )
-        return cursor.rowcount == 1
-
-    def finish(self, pass_id: int, result: PassResult | None, error: str | None = None) -> None:
-        from forgemem.store.redact import redact
-
-        if result is None:
-            self.connection.execute(
-                "UPDATE passes SET status = 'failed', finished = ?, error = ? WHERE id = ?",
-                (time.time(), redact(error or "")[0], pass_id),
-            )
-            return
-        conn = self.connection
-        conn.execute("BEGIN IMMEDIATE")  # the result and its announcements are stored together
-        try:
-            conn.execute(
-                "UPDATE passes SET status = 'done', finished = ?, classifier = ?, chars_sent = ?, seconds = ?,"
-                " written = ?, skipped = ?, notes = ?, turns = '[]', context = '[]' WHERE id = ?",
-                (
-                    time.time(),
-                    result.classifier,
-                    result.chars_sent,
-                    result.seconds,
-                    json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
-                                for m in result.written]),
-                    len(result.skipped),
-                    json.dumps([redact(note)[0] for note in result.notes]),
-                    pass_id,
-                ),
-            )
-            if result.written:  # the next prompt says what was saved, once (forgemem.announce)
-                from forgemem.capture.announce import record
-
-                row = conn.execute("SELECT path FROM passes WHERE id = ?", (pass_id,)).fetchone()
-                record(conn, pass_id, row["path"] if row else None, result.written)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 class Observer:
@@ -601,111 +451,9 @@ class Observer:
 
     def status(self) -> dict:
         """What is watched, how far each transcript was read, pending passes, recent results and cost."""
-        rows = self.state.transcripts()
         wanted = {str(p) for p in self.transcripts()} if self.targets else None
-        transcripts = []
-        for row in rows:
-            if wanted is not None and row["path"] not in wanted:
-                continue
-            passes = self.state.passes(row["path"], limit=5)
-            counts = dict(
-                self.state.connection.execute(
-                    "SELECT status, COUNT(*) FROM passes WHERE path = ? GROUP BY status", (row["path"],)
-                ).fetchall()
-            )
-            cost = self.state.connection.execute(
-                "SELECT COALESCE(SUM(chars_sent), 0), COALESCE(SUM(seconds), 0) FROM passes WHERE path = ?",
-                (row["path"],),
-            ).fetchone()
-            try:
-                size = os.stat(row["path"]).st_size
-            except OSError:
-                size = None
-            transcripts.append(
-                {
-                    "path": row["path"],
-                    "format": row["format"],
-                    "offset": row["offset"],
-                    "size": size,
-                    "exchanges": row["humans"],
-                    "since_last_pass": row["humans"] - row["humans_at_pass"],
-                    "compactions": row["compactions"],
-                    "passes": {k: counts.get(k, 0) for k in ("pending", "running", "done", "failed")},
-                    "chars_sent": cost[0],
-                    "classifier_seconds": round(cost[1], 3),
-                    "recent": [_pass_summary(p) for p in passes],
-                }
-            )
-        return {
-            "state": str(self.state.path),
-            "cadence_turns": self.cadence,
-            "targets": [str(t) for t in self.targets],
-            "transcripts": transcripts,
-            "writes": self.last_writes(),
-        }
+        return status_report(self.state, wanted, self.cadence, [str(t) for t in self.targets])
 
     def last_writes(self, limit: int = LAST_WRITES) -> list[dict]:
-        """The newest memories capture wrote, across every transcript of this state, newest first:
-        when, from which transcript, the memory (id, scope, category, first words), whether a
-        prompt has announced it yet (None: written before announcements were kept)."""
-        from forgemem.capture.announce import first_words
-
-        conn = self.state.connection
-        writes: list[dict] = []
-        rows = conn.execute(
-            "SELECT id, path, finished, written FROM passes WHERE status = 'done' AND written IS NOT NULL"
-            " AND written != '[]' ORDER BY id DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
-        for row in rows:
-            for memory in reversed(json.loads(row["written"])):
-                writes.append({
-                    "time": _utc(row["finished"]),
-                    "transcript": Path(row["path"]).name,
-                    "path": row["path"],
-                    "pass": row["id"],
-                    "id": memory["id"],
-                    "scope": memory["scope"],
-                    "category": memory["category"],
-                    "text": first_words(memory["text"]),
-                })
-        writes = writes[:limit]
-        announced: dict[str, float | None] = {}
-        if writes:
-            marks = ", ".join("?" * len(writes))
-            try:
-                announced = dict(conn.execute(
-                    f"SELECT memory, announced FROM announcements WHERE memory IN ({marks})",
-                    [w["id"] for w in writes],
-                ).fetchall())
-            except sqlite3.OperationalError:  # no announcements table yet
-                pass
-        for write in writes:
-            write["announced"] = (announced[write["id"]] is not None) if write["id"] in announced else None
-        return writes
-
-
-def _pass_summary(row: sqlite3.Row) -> dict:
-    written = json.loads(row["written"]) if row["written"] else []
-    return {
-        "id": row["id"],
-        "trigger": row["trigger"],
-        "status": row["status"],
-        "finished": _utc(row["finished"]),
-        "classifier": row["classifier"],
-        "written": written,
-        "skipped": row["skipped"],
-        "chars_sent": row["chars_sent"],
-        "seconds": round(row["seconds"], 3) if row["seconds"] is not None else None,
-        "error": row["error"],
-        "notes": json.loads(row["notes"]) if row["notes"] else [],
-    }
-
-
-def _utc(stamp: float | None) -> str | None:
-    """A stored time as forgemem writes times: UTC, ISO-8601, seconds, `Z`."""
-    if stamp is None:
-        return None
-    from datetime import datetime
-
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        """The newest memories capture wrote, newest first (see `forgemem.capture.state.last_writes`)."""
+        return last_writes(self.state, limit)
