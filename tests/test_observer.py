@@ -303,7 +303,10 @@ def test_two_observers_share_the_work_without_doing_it_twice(workspace, capturer
     assert done == ["done", "done", "done"]
 
 
-def test_a_pass_left_running_by_a_dead_observer_runs_again(workspace, capturer, tmp_path, monkeypatch):
+def test_a_pass_claimed_by_a_process_that_cannot_be_checked_runs_again_when_stale(
+        workspace, capturer, tmp_path, monkeypatch):
+    """A claim from another host (or from before claims recorded their process): only time tells.
+    (A claim by a process of this host that died is reclaimed at once: tests/test_observer_reliability.py.)"""
     from forgemem.capture import state as state_module
 
     transcript = tmp_path / "session.jsonl"
@@ -311,7 +314,8 @@ def test_a_pass_left_running_by_a_dead_observer_runs_again(workspace, capturer, 
     dead = Observer(workspace, [transcript], cadence=1, capturer=capturer)
     dead.poll(transcript)
     [row] = dead.state.pending()
-    assert dead.state.claim(row["id"])  # ... and the process died here
+    assert dead.state.claim(row["id"])
+    dead.state.connection.execute("UPDATE passes SET host = 'another-machine' WHERE id = ?", (row["id"],))
     alive = Observer(workspace, [transcript], cadence=1, capturer=capturer)
     assert alive.run_pending() == 0  # still fresh: it may just be slow
     monkeypatch.setattr(state_module, "STALE_SECONDS", -1)

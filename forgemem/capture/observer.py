@@ -20,15 +20,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import Batch
+from forgemem.capture.passes import CADENCE_BUDGET, COMPACTION_BUDGET, MAX_TURN_CHARS, record_pass, turn_to_json
 from forgemem.capture.state import (
     LAST_WRITES,
     STATE_NAME,
     ObserverState,
+    StateBusy,
     last_writes,
     state_path,
     status_report,
@@ -47,24 +48,12 @@ if TYPE_CHECKING:
     from forgemem.capture.capturer import Capturer, PassResult
     from forgemem.workspace import Workspace
 
-__all__ = ["STATE_NAME", "Observer", "ObserverState", "claude_code_folder", "state_path"]
+__all__ = ["CADENCE_BUDGET", "COMPACTION_BUDGET", "STATE_NAME", "Observer", "ObserverState", "claude_code_folder",
+           "state_path"]
 
 ARC_TURNS = 400  # turns of the current goal arc kept for a compaction pass
-CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
 QUEUE_SIZE = 4  # passes waiting in memory for the worker; the rest wait in the database
-MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one pass may hand to a classifier: the newest turns that fit."""
-
-    turns: int
-    chars: int
-
-
-CADENCE_BUDGET = Budget(turns=40, chars=16_000)
-COMPACTION_BUDGET = Budget(turns=120, chars=48_000)
+CHUNK_BYTES = 1024 * 1024  # reading commits after about this much of a transcript
 
 
 def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
@@ -73,36 +62,9 @@ def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
     return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(repo_root.resolve()))
 
 
-def _turn_to_json(turn: Turn) -> dict:
-    """A turn as the state keeps it: cut to MAX_TURN_CHARS and with secrets redacted (nothing
-    raw from a transcript is ever stored, not even in the cache)."""
-    from forgemem.store.redact import redact
-
-    data = turn.to_dict()
-    text = data["text"]
-    if len(text) > MAX_TURN_CHARS:  # redacted a little past the cut, so a secret across it is seen whole
-        text = redact(text[: MAX_TURN_CHARS + 512])[0][:MAX_TURN_CHARS] + " …"
-    else:
-        text = redact(text)[0]
-    data["text"] = text
-    return data
-
-
 def _unchanged(row: sqlite3.Row, identity: tuple[int, int], seen: tuple[int, int]) -> bool:
     """The file is the one read last time, with the same size and modification time."""
     return (row["device"], row["inode"]) == identity and (row["size"], row["mtime_ns"]) == seen
-
-
-def _fit(turns: list[dict], budget: Budget) -> list[dict]:
-    """The newest turns within the budget (whole turns; at least the newest human one)."""
-    kept: list[dict] = []
-    chars = 0
-    for turn in reversed(turns):
-        if len(kept) >= budget.turns or (kept and chars + len(turn["text"]) > budget.chars):
-            break
-        kept.append(turn)
-        chars += len(turn["text"])
-    return list(reversed(kept))
 
 
 class Observer:
@@ -116,6 +78,7 @@ class Observer:
         cadence: int | None = None,
         state: ObserverState | None = None,
         capturer: Capturer | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ):
         if fmt is not None and fmt not in FORMATS:
             from forgemem.errors import UsageError
@@ -125,7 +88,9 @@ class Observer:
         self.targets = [Path(t).expanduser().absolute() for t in targets]
         self.fmt = fmt
         self.cadence = cadence or workspace.config.cadence_turns
-        self.state = state or ObserverState(state_path(workspace))
+        self.notices: list[str] = []  # what was said through `on_notice` (skipped records, a busy or rebuilt state)
+        self.on_notice = on_notice
+        self.state = state or ObserverState(state_path(workspace), on_notice=self._notice)
         self._capturer = capturer
         self._not_transcripts: dict[Path, tuple[int, int]] = {}  # files seen not to be one: (size, mtime)
 
@@ -169,53 +134,67 @@ class Observer:
         the transcript itself shows none (the hook or caller knows better).
         With `final` (a session ended), the human turns short of the cadence
         get a cadence pass too.
+
+        Reading commits every CHUNK_BYTES (a kill keeps what was read, and another
+        observer waits for one chunk at most); a record that cannot be read is
+        skipped, said once, and the offset moves past it; a state locked by
+        another observer for longer than its patience is read next time.
         """
         key = str(path)
         try:
             stat = os.stat(path)
         except OSError:
             return 0
-        identity, seen = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
         row = self.state.transcript(key)
-        if row is not None and not (compaction or final) and _unchanged(row, identity, seen):
+        if row is not None and not (compaction or final) and _unchanged(
+            row, (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
+        ):
             return 0  # the common case on a rescan: no write lock taken
-        conn = self.state.connection
-        conn.execute("BEGIN IMMEDIATE")  # two observers (say, two hooks) take turns per transcript
+        read, more = 0, True
+        skipped: list[str] = []
         try:
-            read = self._poll_locked(path, key, identity, seen, compaction, final)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            while more:  # two observers (say, two hooks) take turns per chunk
+                count, more = self.state.write(lambda: self._poll_chunk(path, key, compaction, final, skipped))
+                read += count
+        except StateBusy as exc:
+            self._notice(f"{path}: {exc}; what is new is read next time")
+        if skipped:
+            shown = "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+            self._notice(f"{path}: skipped {len(skipped)} record(s) that cannot be read: {shown}")
         return read
 
-    def _poll_locked(
-        self, path: Path, key: str, identity: tuple[int, int], seen: tuple[int, int], compaction: bool, final: bool
-    ) -> int:
-        size, mtime_ns = seen
+    def _poll_chunk(self, path: Path, key: str, compaction: bool, final: bool, skipped: list[str]) -> tuple[int, bool]:
+        """One chunk of a transcript, inside the write transaction: (turns read, more to read)."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return 0, False
+        identity, seen = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
         conn = self.state.connection
         row = self.state.transcript(key)
         if row is None:
             fmt = self.format_of(path)
             if fmt is None:
-                return 0
-            self._reset(key, fmt, identity)
-            row = self.state.transcript(key)
-        rotated = (row["device"], row["inode"]) != identity or size < row["offset"]
+                return 0, False
+            row = self._reset(key, fmt, identity)
+        rotated = (row["device"], row["inode"]) != identity or stat.st_size < row["offset"]
         if rotated and row["format"] != "gemini":
-            self._reset(key, row["format"], identity)
-            row = self.state.transcript(key)
+            row = self._reset(key, row["format"], identity)
         if not (compaction or final) and _unchanged(row, identity, seen):
-            return 0  # another observer read it while this one waited for the lock
-        result = read_new(path, row["format"], row["offset"], json.loads(row["state"]))
-        if compaction or final:  # the caller knows the turn in progress is complete
+            return 0, False  # another observer read it while this one waited for the lock
+        try:
+            result = read_new(path, row["format"], row["offset"], json.loads(row["state"]), limit=CHUNK_BYTES)
+        except OSError:
+            return 0, False  # gone, or unreadable now: the next change tries again
+        last = not result.more
+        if last and (compaction or final):  # the caller knows the turn in progress is complete
             result.events += flush(path, row["format"], result.state)
         humans, humans_at_pass = row["humans"], row["humans_at_pass"]
         compactions = row["compactions"]
         read = 0
         for event in result.events:
             if isinstance(event, Compaction):
-                self._record_pass(key, "compaction", event.session_id)
+                record_pass(conn, key, "compaction", event.session_id)
                 conn.execute("DELETE FROM arc WHERE path = ?", (key,))
                 humans_at_pass = humans
                 compactions += 1
@@ -223,76 +202,64 @@ class Observer:
             read += 1
             conn.execute(
                 "INSERT OR REPLACE INTO arc (path, turn, data) VALUES (?, ?, ?)",
-                (key, event.index, json.dumps(_turn_to_json(event))),
+                (key, event.index, json.dumps(turn_to_json(event))),
             )
             if event.role == "user":
                 humans += 1
                 if humans - humans_at_pass >= self.cadence:
-                    self._record_pass(key, "cadence", event.session_id, humans - humans_at_pass)
+                    record_pass(conn, key, "cadence", event.session_id, humans - humans_at_pass)
                     humans_at_pass = humans
-        if final and humans > humans_at_pass and not compaction:
-            self._record_pass(key, "cadence", result.state.get("session"), humans - humans_at_pass)
+        if last and final and humans > humans_at_pass and not compaction:
+            record_pass(conn, key, "cadence", result.state.get("session"), humans - humans_at_pass)
             humans_at_pass = humans
-        if compaction:
-            self._record_pass(key, "compaction", result.state.get("session"))
+        if last and compaction:
+            record_pass(conn, key, "compaction", result.state.get("session"))
             conn.execute("DELETE FROM arc WHERE path = ?", (key,))
             humans_at_pass = humans
             compactions += 1
-        conn.execute(
-            "DELETE FROM arc WHERE path = ? AND turn < ?", (key, result.state.get("turns", 0) - ARC_TURNS)
-        )
+        next_turn = result.state.get("turns", 0)
+        conn.execute("DELETE FROM arc WHERE path = ? AND turn < ?", (key, next_turn - ARC_TURNS))
+        size, mtime_ns = seen if last else (-1, -1)  # only a read to the end marks the file as read
         conn.execute(
             "UPDATE transcripts SET device = ?, inode = ?, offset = ?, size = ?, mtime_ns = ?, state = ?,"
-            " humans = ?, humans_at_pass = ?, compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
+            " humans = ?, humans_at_pass = ?, compactions = ?, next_turn = ?, skipped = skipped + ?, updated = ?"
+            " WHERE path = ?",
             (
                 identity[0],
                 identity[1],
                 result.offset,
                 size,
                 mtime_ns,
-                json.dumps(storable_state(result.state)),
+                json.dumps(storable_state(result.state, keep_chars=2 * MAX_TURN_CHARS)),
                 humans,
                 humans_at_pass,
                 compactions,
-                result.state.get("turns", 0),
+                next_turn,
+                len(result.skipped),
                 time.time(),
                 key,
             ),
         )
-        return read
+        skipped.extend(result.skipped)
+        return read, result.more
 
-    def _reset(self, key: str, fmt: str, identity: tuple[int, int]) -> None:
+    def _reset(self, key: str, fmt: str, identity: tuple[int, int]) -> sqlite3.Row:
+        """Read a transcript from its start again (a new one, or a rotated or replaced file); its new row."""
         conn = self.state.connection
         conn.execute("DELETE FROM arc WHERE path = ?", (key,))
         conn.execute(
             "INSERT OR REPLACE INTO transcripts (path, format, device, inode, updated) VALUES (?, ?, ?, ?, ?)",
             (key, fmt, identity[0], identity[1], time.time()),
         )
+        row = conn.execute("SELECT * FROM transcripts WHERE path = ?", (key,)).fetchone()
+        assert row is not None  # written just now, in this transaction
+        return row
 
-    def _record_pass(self, key: str, trigger: str, session: str | None, new_humans: int = 0) -> None:
-        """A pending pass with its own copy of the turns.
-
-        A cadence pass covers the turns from the first of its `new_humans`
-        human turns on (with CONTEXT_TURNS before it as context); a compaction
-        pass covers the whole arc since the previous compaction. Both are cut
-        to their budget, newest turns first.
-        """
-        conn = self.state.connection
-        turns = [json.loads(r[0]) for r in conn.execute("SELECT data FROM arc WHERE path = ? ORDER BY turn", (key,))]
-        context: list[dict] = []
-        if trigger == "cadence":
-            users = [i for i, t in enumerate(turns) if t["role"] == "user"]
-            start = users[max(0, len(users) - new_humans)] if users and new_humans else len(turns)
-            context = turns[max(0, start - CONTEXT_TURNS) : start]
-            turns = _fit(turns[start:], CADENCE_BUDGET)
-        else:
-            turns = _fit(turns, COMPACTION_BUDGET)
-        if not any(t["role"] == "user" for t in turns):
-            return
-        conn.execute(
-            "INSERT INTO passes (path, trigger, session, turns, context, created) VALUES (?, ?, ?, ?, ?, ?)",
-            (key, trigger, session, json.dumps(turns), json.dumps(context), time.time()),
-        )
+    def _notice(self, message: str) -> None:
+        """Something the user should hear once (the CLI prints it; a hook's run puts it in the hooks log)."""
+        self.notices.append(message)
+        if self.on_notice is not None:
+            self.on_notice(message)
 
     # ------------------------------------------------------------ running passes
 
@@ -334,8 +301,19 @@ class Observer:
 
     def once(self, compaction: bool = False, final: bool = False, on_result=None) -> tuple[int, int]:
         """Read every transcript, run what fell due; (turns read, passes run)."""
-        read = sum(self.poll(path, compaction=compaction, final=final) for path in self.transcripts())
+        read = sum(self.poll_safely(path, compaction=compaction, final=final) for path in self.transcripts())
         return read, self.run_pending(on_result)
+
+    def poll_safely(self, path: Path, compaction: bool = False, final: bool = False) -> int:
+        """`poll`, but a failure on one transcript is said and the others are still read (a broken
+        state database is the exception: it is for the caller and the next start to handle)."""
+        try:
+            return self.poll(path, compaction=compaction, final=final)
+        except sqlite3.Error:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one transcript never stops the others
+            self._notice(f"{path}: reading failed ({type(exc).__name__}: {exc}); it is tried again on its next change")
+            return 0
 
     # ------------------------------------------------------------ watching
 
@@ -422,7 +400,7 @@ class Observer:
                     dirty.clear()
                 for path in sorted(paths):
                     if path.is_file():
-                        self.poll(path)
+                        self.poll_safely(path)
                 for row in self.state.pending(limit=QUEUE_SIZE * 4):
                     with lock:
                         if row["id"] in queued:
