@@ -375,6 +375,8 @@ def corrupt(path: Path, how: str) -> bytes | None:
         path.mkdir()
         (path / "inside").write_text("kept")
         return None
+    elif how == "its log a folder":
+        Path(f"{path}-wal").mkdir()
     return path.read_bytes()
 
 
@@ -388,7 +390,7 @@ def filled_state(workspace: Workspace, tmp_path: Path) -> tuple[Path, Path]:
     return observer.state.path, transcript
 
 
-@pytest.mark.parametrize("how", ["garbage", "truncated", "directory"])
+@pytest.mark.parametrize("how", ["garbage", "truncated", "directory", "its log a folder"])
 def test_a_corrupt_state_is_moved_aside_rebuilt_and_said_once(cli, project, workspace, tmp_path, monkeypatch, how):
     path, transcript = filled_state(workspace, tmp_path)
     left = corrupt(path, how)

@@ -149,7 +149,7 @@ def recover(path: Path, reason: str) -> str | None:
         if now is None:  # rebuilt meanwhile by another process, or gone
             return None
         aside = _aside_name(path)
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("-wal", "-shm", ""):  # its log first: a fresh database never replays an old log
             if os.path.lexists(f"{path}{suffix}"):
                 os.rename(f"{path}{suffix}", f"{aside}{suffix}")
         from forgemem.capture.state import ObserverState

@@ -280,11 +280,14 @@ class Observer:
         context = [Turn(**t) for t in json.loads(row["context"])]
         batch = Batch(turns, row["trigger"], row["session"], row["path"], context=context)
         try:
-            result = self.capturer.run(batch)
+            result: PassResult | None = self.capturer.run(batch)
+            error = None
         except Exception as exc:  # noqa: BLE001 - recorded for --status, the loop goes on
-            self.state.finish(row["id"], None, f"{type(exc).__name__}: {exc}")
-            return None
-        self.state.finish(row["id"], result)
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        try:
+            self.state.finish(row["id"], result, error)
+        except StateBusy as exc:  # still "running" under this process: run again once it has ended
+            self._notice(f"pass {row['id']}: its result could not be stored ({exc})")
         return result
 
     def run_pending(self, on_result: Callable[[sqlite3.Row, PassResult | None], None] | None = None) -> int:
