@@ -30,7 +30,6 @@ MAX_LINES = 500
 TOO_LONG = {
     "forgemem/capture/classify/relate.py": 646,
     "forgemem/capture/classify/rules.py": 1194,
-    "forgemem/capture/observer.py": 711,
 }
 
 

@@ -303,18 +303,22 @@ def test_two_observers_share_the_work_without_doing_it_twice(workspace, capturer
     assert done == ["done", "done", "done"]
 
 
-def test_a_pass_left_running_by_a_dead_observer_runs_again(workspace, capturer, tmp_path, monkeypatch):
-    from forgemem.capture import observer as observer_module
+def test_a_pass_claimed_by_a_process_that_cannot_be_checked_runs_again_when_stale(
+        workspace, capturer, tmp_path, monkeypatch):
+    """A claim from another host (or from before claims recorded their process): only time tells.
+    (A claim by a process of this host that died is reclaimed at once: tests/test_observer_reliability.py.)"""
+    from forgemem.capture import state as state_module
 
     transcript = tmp_path / "session.jsonl"
     transcript.write_text(exchange("Never commit secrets to the repo.", n=1))
     dead = Observer(workspace, [transcript], cadence=1, capturer=capturer)
     dead.poll(transcript)
     [row] = dead.state.pending()
-    assert dead.state.claim(row["id"])  # ... and the process died here
+    assert dead.state.claim(row["id"])
+    dead.state.connection.execute("UPDATE passes SET host = 'another-machine' WHERE id = ?", (row["id"],))
     alive = Observer(workspace, [transcript], cadence=1, capturer=capturer)
     assert alive.run_pending() == 0  # still fresh: it may just be slow
-    monkeypatch.setattr(observer_module, "STALE_SECONDS", -1)
+    monkeypatch.setattr(state_module, "STALE_SECONDS", -1)
     assert alive.run_pending() == 1
     assert [p["status"] for p in alive.state.passes(str(transcript))] == ["done"]
 

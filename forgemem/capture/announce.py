@@ -16,9 +16,10 @@ background; without this, the user learns about them from `git status` only.
   and returns them. Two hooks racing claim them once: the claim runs under
   SQLite's write lock, and the second sees them announced.
 - **Failing open.** No database (nothing was ever captured here) or no table
-  (a state from before announcements): nothing to say. A broken database, or
-  one locked for longer than `LOCK_WAIT` seconds: nothing is said now, the
-  reason goes to the hooks log, and the rows wait for the next prompt.
+  (a state from before announcements): nothing to say. A database locked for
+  longer than `LOCK_WAIT` seconds: nothing is said now, the reason goes to the
+  hooks log, and the rows wait for the next prompt. A corrupt one is moved
+  aside and rebuilt (`forgemem.capture.health`), said once in the hooks log.
 
 `notice` renders what `take` returned for the user (Claude Code's
 `systemMessage`) and `context_block` for the agent: its own
@@ -183,10 +184,22 @@ def take(path: Path, on_error: Callable[[str], None] | None = None) -> list[Save
                 saved.append(Saved(memory, scope, category, status, text, where, written))
         return saved
     except sqlite3.Error as exc:
-        _report(on_error, path, exc)
-        return []
+        broken = exc
     finally:
         conn.close()
+    from forgemem.capture.health import is_corrupt, recover
+
+    if not is_corrupt(broken, path):
+        _report(on_error, path, broken)
+        return []
+    try:  # a database that cannot be read is moved aside and rebuilt now, and said once
+        said = recover(path, f"{type(broken).__name__}: {broken}")
+    except Exception as exc:  # noqa: BLE001 - a notice is never worth a failed hook
+        _report(on_error, path, exc)
+        return []
+    if said and on_error is not None:
+        on_error(said)
+    return []
 
 
 def _report(on_error: Callable[[str], None] | None, path: Path, exc: Exception) -> None:

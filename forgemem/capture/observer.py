@@ -1,14 +1,7 @@
 """The observer: watch transcripts, count exchanges, fire capture passes.
 
-State lives in `observer.sqlite` in the cache (never in memory files):
-
-- `transcripts`: per file its format, (device, inode), byte offset, parser
-  state, human turns seen and the count at the last cadence pass — so a
-  restart never re-reads a byte or re-captures an exchange;
-- `arc`: the turns since the last compaction (the "goal arc" a compaction
-  pass reads), capped at ARC_TURNS;
-- `passes`: every pass with its own copy of the turns it covers, pending
-  until the worker has run it, then its result and cost.
+State lives in `observer.sqlite` in the cache, never in memory files
+(`forgemem.capture.state`: transcripts and their offsets, the goal arc, passes).
 
 Reading and classifying are separate: `poll` reads and records passes (fast,
 on the watching thread); a worker thread with a bounded queue runs them, one
@@ -27,12 +20,20 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import Batch
+from forgemem.capture.passes import CADENCE_BUDGET, COMPACTION_BUDGET, MAX_TURN_CHARS, record_pass, turn_to_json
+from forgemem.capture.state import (
+    LAST_WRITES,
+    STATE_NAME,
+    ObserverState,
+    StateBusy,
+    last_writes,
+    state_path,
+    status_report,
+)
 from forgemem.capture.transcripts import (
     FORMATS,
     Compaction,
@@ -47,68 +48,12 @@ if TYPE_CHECKING:
     from forgemem.capture.capturer import Capturer, PassResult
     from forgemem.workspace import Workspace
 
-STATE_NAME = "observer.sqlite"
+__all__ = ["CADENCE_BUDGET", "COMPACTION_BUDGET", "STATE_NAME", "Observer", "ObserverState", "claude_code_folder",
+           "state_path"]
+
 ARC_TURNS = 400  # turns of the current goal arc kept for a compaction pass
-CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
 QUEUE_SIZE = 4  # passes waiting in memory for the worker; the rest wait in the database
-MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
-STALE_SECONDS = 900  # a pass "running" this long belongs to an observer that died: run it again
-LAST_WRITES = 10  # memories `--status` lists under its last writes
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one pass may hand to a classifier: the newest turns that fit."""
-
-    turns: int
-    chars: int
-
-
-CADENCE_BUDGET = Budget(turns=40, chars=16_000)
-COMPACTION_BUDGET = Budget(turns=120, chars=48_000)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS transcripts (
-    path TEXT PRIMARY KEY,
-    format TEXT NOT NULL,
-    device INTEGER, inode INTEGER,
-    offset INTEGER NOT NULL DEFAULT 0,
-    size INTEGER NOT NULL DEFAULT 0,
-    mtime_ns INTEGER NOT NULL DEFAULT 0,
-    state TEXT NOT NULL DEFAULT '{}',
-    humans INTEGER NOT NULL DEFAULT 0,
-    humans_at_pass INTEGER NOT NULL DEFAULT 0,
-    next_turn INTEGER NOT NULL DEFAULT 0,
-    compactions INTEGER NOT NULL DEFAULT 0,
-    updated REAL
-);
-CREATE TABLE IF NOT EXISTS arc (
-    path TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (path, turn)
-);
-CREATE TABLE IF NOT EXISTS passes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    path TEXT NOT NULL,
-    trigger TEXT NOT NULL,
-    session TEXT,
-    turns TEXT NOT NULL,
-    context TEXT NOT NULL DEFAULT '[]',
-    status TEXT NOT NULL DEFAULT 'pending',
-    created REAL NOT NULL,
-    started REAL,
-    finished REAL,
-    classifier TEXT,
-    chars_sent INTEGER,
-    seconds REAL,
-    written TEXT,
-    skipped INTEGER,
-    notes TEXT,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS passes_pending ON passes (status, id);
-"""
+CHUNK_BYTES = 1024 * 1024  # reading commits after about this much of a transcript
 
 
 def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
@@ -117,141 +62,9 @@ def claude_code_folder(repo_root: Path, home: Path | None = None) -> Path:
     return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(repo_root.resolve()))
 
 
-def state_path(workspace: Workspace) -> Path:
-    """The observer's database: in the repo cache when there is a repo store, else the user's."""
-    return workspace.capture_store().cache_dir / STATE_NAME
-
-
-def _turn_to_json(turn: Turn) -> dict:
-    """A turn as the state keeps it: cut to MAX_TURN_CHARS and with secrets redacted (nothing
-    raw from a transcript is ever stored, not even in the cache)."""
-    from forgemem.store.redact import redact
-
-    data = turn.to_dict()
-    text = data["text"]
-    if len(text) > MAX_TURN_CHARS:  # redacted a little past the cut, so a secret across it is seen whole
-        text = redact(text[: MAX_TURN_CHARS + 512])[0][:MAX_TURN_CHARS] + " …"
-    else:
-        text = redact(text)[0]
-    data["text"] = text
-    return data
-
-
 def _unchanged(row: sqlite3.Row, identity: tuple[int, int], seen: tuple[int, int]) -> bool:
     """The file is the one read last time, with the same size and modification time."""
     return (row["device"], row["inode"]) == identity and (row["size"], row["mtime_ns"]) == seen
-
-
-def _fit(turns: list[dict], budget: Budget) -> list[dict]:
-    """The newest turns within the budget (whole turns; at least the newest human one)."""
-    kept: list[dict] = []
-    chars = 0
-    for turn in reversed(turns):
-        if len(kept) >= budget.turns or (kept and chars + len(turn["text"]) > budget.chars):
-            break
-        kept.append(turn)
-        chars += len(turn["text"])
-    return list(reversed(kept))
-
-
-class ObserverState:
-    """The observer's SQLite database (one connection per thread)."""
-
-    def __init__(self, path: Path):
-        from forgemem.permissions import PRIVATE_FILE, make_private, private_dir
-
-        self.path = path
-        private_dir(path.parent)
-        gitignore = path.parent / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("*\n", encoding="utf-8")
-        if not path.exists():  # created private: it holds conversation text (redacted, but still)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
-        make_private(path)
-        self._local = threading.local()
-        self.connection.executescript(_SCHEMA)
-
-    @property
-    def connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-        return conn
-
-    def transcript(self, path: str) -> sqlite3.Row | None:
-        return self.connection.execute("SELECT * FROM transcripts WHERE path = ?", (path,)).fetchone()
-
-    def transcripts(self) -> list[sqlite3.Row]:
-        return self.connection.execute("SELECT * FROM transcripts ORDER BY path").fetchall()
-
-    def pending(self, limit: int = 1000) -> list[sqlite3.Row]:
-        """Passes waiting to run (and any left "running" by an observer that died), oldest first."""
-        return self.connection.execute(
-            "SELECT * FROM passes WHERE status = 'pending' OR (status = 'running' AND started < ?)"
-            " ORDER BY id LIMIT ?",
-            (time.time() - STALE_SECONDS, limit),
-        ).fetchall()
-
-    def passes(self, path: str | None = None, limit: int = 20) -> list[sqlite3.Row]:
-        if path is None:
-            sql, args = "SELECT * FROM passes ORDER BY id DESC LIMIT ?", (limit,)
-        else:
-            sql, args = "SELECT * FROM passes WHERE path = ? ORDER BY id DESC LIMIT ?", (path, limit)
-        return self.connection.execute(sql, args).fetchall()
-
-    def claim(self, pass_id: int) -> bool:
-        """Take a pending pass for this process; False if another observer has it, or has one of
-        the same transcript running (one transcript's passes never run at the same time)."""
-        now = time.time()
-        cursor = self.connection.execute(
-            "UPDATE passes SET status = 'running', started = ? WHERE id = ?"
-            " AND (status = 'pending' OR (status = 'running' AND started < ?))"
-            " AND NOT EXISTS (SELECT 1 FROM passes AS other WHERE other.path = passes.path"
-            " AND other.id != passes.id AND other.status = 'running' AND other.started >= ?)",
-            (now, pass_id, now - STALE_SECONDS, now - STALE_SECONDS),
-        )
-        return cursor.rowcount == 1
-
-    def finish(self, pass_id: int, result: PassResult | None, error: str | None = None) -> None:
-        from forgemem.store.redact import redact
-
-        if result is None:
-            self.connection.execute(
-                "UPDATE passes SET status = 'failed', finished = ?, error = ? WHERE id = ?",
-                (time.time(), redact(error or "")[0], pass_id),
-            )
-            return
-        conn = self.connection
-        conn.execute("BEGIN IMMEDIATE")  # the result and its announcements are stored together
-        try:
-            conn.execute(
-                "UPDATE passes SET status = 'done', finished = ?, classifier = ?, chars_sent = ?, seconds = ?,"
-                " written = ?, skipped = ?, notes = ?, turns = '[]', context = '[]' WHERE id = ?",
-                (
-                    time.time(),
-                    result.classifier,
-                    result.chars_sent,
-                    result.seconds,
-                    json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
-                                for m in result.written]),
-                    len(result.skipped),
-                    json.dumps([redact(note)[0] for note in result.notes]),
-                    pass_id,
-                ),
-            )
-            if result.written:  # the next prompt says what was saved, once (forgemem.announce)
-                from forgemem.capture.announce import record
-
-                row = conn.execute("SELECT path FROM passes WHERE id = ?", (pass_id,)).fetchone()
-                record(conn, pass_id, row["path"] if row else None, result.written)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 class Observer:
@@ -265,6 +78,7 @@ class Observer:
         cadence: int | None = None,
         state: ObserverState | None = None,
         capturer: Capturer | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ):
         if fmt is not None and fmt not in FORMATS:
             from forgemem.errors import UsageError
@@ -274,7 +88,9 @@ class Observer:
         self.targets = [Path(t).expanduser().absolute() for t in targets]
         self.fmt = fmt
         self.cadence = cadence or workspace.config.cadence_turns
-        self.state = state or ObserverState(state_path(workspace))
+        self.notices: list[str] = []  # what was said through `on_notice` (skipped records, a busy or rebuilt state)
+        self.on_notice = on_notice
+        self.state = state or ObserverState(state_path(workspace), on_notice=self._notice)
         self._capturer = capturer
         self._not_transcripts: dict[Path, tuple[int, int]] = {}  # files seen not to be one: (size, mtime)
 
@@ -318,53 +134,67 @@ class Observer:
         the transcript itself shows none (the hook or caller knows better).
         With `final` (a session ended), the human turns short of the cadence
         get a cadence pass too.
+
+        Reading commits every CHUNK_BYTES (a kill keeps what was read, and another
+        observer waits for one chunk at most); a record that cannot be read is
+        skipped, said once, and the offset moves past it; a state locked by
+        another observer for longer than its patience is read next time.
         """
         key = str(path)
         try:
             stat = os.stat(path)
         except OSError:
             return 0
-        identity, seen = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
         row = self.state.transcript(key)
-        if row is not None and not (compaction or final) and _unchanged(row, identity, seen):
+        if row is not None and not (compaction or final) and _unchanged(
+            row, (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
+        ):
             return 0  # the common case on a rescan: no write lock taken
-        conn = self.state.connection
-        conn.execute("BEGIN IMMEDIATE")  # two observers (say, two hooks) take turns per transcript
+        read, more = 0, True
+        skipped: list[str] = []
         try:
-            read = self._poll_locked(path, key, identity, seen, compaction, final)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            while more:  # two observers (say, two hooks) take turns per chunk
+                count, more = self.state.write(lambda: self._poll_chunk(path, key, compaction, final, skipped))
+                read += count
+        except StateBusy as exc:
+            self._notice(f"{path}: {exc}; what is new is read next time")
+        if skipped:
+            shown = "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+            self._notice(f"{path}: skipped {len(skipped)} record(s) that cannot be read: {shown}")
         return read
 
-    def _poll_locked(
-        self, path: Path, key: str, identity: tuple[int, int], seen: tuple[int, int], compaction: bool, final: bool
-    ) -> int:
-        size, mtime_ns = seen
+    def _poll_chunk(self, path: Path, key: str, compaction: bool, final: bool, skipped: list[str]) -> tuple[int, bool]:
+        """One chunk of a transcript, inside the write transaction: (turns read, more to read)."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return 0, False
+        identity, seen = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
         conn = self.state.connection
         row = self.state.transcript(key)
         if row is None:
             fmt = self.format_of(path)
             if fmt is None:
-                return 0
-            self._reset(key, fmt, identity)
-            row = self.state.transcript(key)
-        rotated = (row["device"], row["inode"]) != identity or size < row["offset"]
+                return 0, False
+            row = self._reset(key, fmt, identity)
+        rotated = (row["device"], row["inode"]) != identity or stat.st_size < row["offset"]
         if rotated and row["format"] != "gemini":
-            self._reset(key, row["format"], identity)
-            row = self.state.transcript(key)
+            row = self._reset(key, row["format"], identity)
         if not (compaction or final) and _unchanged(row, identity, seen):
-            return 0  # another observer read it while this one waited for the lock
-        result = read_new(path, row["format"], row["offset"], json.loads(row["state"]))
-        if compaction or final:  # the caller knows the turn in progress is complete
+            return 0, False  # another observer read it while this one waited for the lock
+        try:
+            result = read_new(path, row["format"], row["offset"], json.loads(row["state"]), limit=CHUNK_BYTES)
+        except OSError:
+            return 0, False  # gone, or unreadable now: the next change tries again
+        last = not result.more
+        if last and (compaction or final):  # the caller knows the turn in progress is complete
             result.events += flush(path, row["format"], result.state)
         humans, humans_at_pass = row["humans"], row["humans_at_pass"]
         compactions = row["compactions"]
         read = 0
         for event in result.events:
             if isinstance(event, Compaction):
-                self._record_pass(key, "compaction", event.session_id)
+                record_pass(conn, key, "compaction", event.session_id)
                 conn.execute("DELETE FROM arc WHERE path = ?", (key,))
                 humans_at_pass = humans
                 compactions += 1
@@ -372,76 +202,64 @@ class Observer:
             read += 1
             conn.execute(
                 "INSERT OR REPLACE INTO arc (path, turn, data) VALUES (?, ?, ?)",
-                (key, event.index, json.dumps(_turn_to_json(event))),
+                (key, event.index, json.dumps(turn_to_json(event))),
             )
             if event.role == "user":
                 humans += 1
                 if humans - humans_at_pass >= self.cadence:
-                    self._record_pass(key, "cadence", event.session_id, humans - humans_at_pass)
+                    record_pass(conn, key, "cadence", event.session_id, humans - humans_at_pass)
                     humans_at_pass = humans
-        if final and humans > humans_at_pass and not compaction:
-            self._record_pass(key, "cadence", result.state.get("session"), humans - humans_at_pass)
+        if last and final and humans > humans_at_pass and not compaction:
+            record_pass(conn, key, "cadence", result.state.get("session"), humans - humans_at_pass)
             humans_at_pass = humans
-        if compaction:
-            self._record_pass(key, "compaction", result.state.get("session"))
+        if last and compaction:
+            record_pass(conn, key, "compaction", result.state.get("session"))
             conn.execute("DELETE FROM arc WHERE path = ?", (key,))
             humans_at_pass = humans
             compactions += 1
-        conn.execute(
-            "DELETE FROM arc WHERE path = ? AND turn < ?", (key, result.state.get("turns", 0) - ARC_TURNS)
-        )
+        next_turn = result.state.get("turns", 0)
+        conn.execute("DELETE FROM arc WHERE path = ? AND turn < ?", (key, next_turn - ARC_TURNS))
+        size, mtime_ns = seen if last else (-1, -1)  # only a read to the end marks the file as read
         conn.execute(
             "UPDATE transcripts SET device = ?, inode = ?, offset = ?, size = ?, mtime_ns = ?, state = ?,"
-            " humans = ?, humans_at_pass = ?, compactions = ?, next_turn = ?, updated = ? WHERE path = ?",
+            " humans = ?, humans_at_pass = ?, compactions = ?, next_turn = ?, skipped = skipped + ?, updated = ?"
+            " WHERE path = ?",
             (
                 identity[0],
                 identity[1],
                 result.offset,
                 size,
                 mtime_ns,
-                json.dumps(storable_state(result.state)),
+                json.dumps(storable_state(result.state, keep_chars=2 * MAX_TURN_CHARS)),
                 humans,
                 humans_at_pass,
                 compactions,
-                result.state.get("turns", 0),
+                next_turn,
+                len(result.skipped),
                 time.time(),
                 key,
             ),
         )
-        return read
+        skipped.extend(result.skipped)
+        return read, result.more
 
-    def _reset(self, key: str, fmt: str, identity: tuple[int, int]) -> None:
+    def _reset(self, key: str, fmt: str, identity: tuple[int, int]) -> sqlite3.Row:
+        """Read a transcript from its start again (a new one, or a rotated or replaced file); its new row."""
         conn = self.state.connection
         conn.execute("DELETE FROM arc WHERE path = ?", (key,))
         conn.execute(
             "INSERT OR REPLACE INTO transcripts (path, format, device, inode, updated) VALUES (?, ?, ?, ?, ?)",
             (key, fmt, identity[0], identity[1], time.time()),
         )
+        row = conn.execute("SELECT * FROM transcripts WHERE path = ?", (key,)).fetchone()
+        assert row is not None  # written just now, in this transaction
+        return row
 
-    def _record_pass(self, key: str, trigger: str, session: str | None, new_humans: int = 0) -> None:
-        """A pending pass with its own copy of the turns.
-
-        A cadence pass covers the turns from the first of its `new_humans`
-        human turns on (with CONTEXT_TURNS before it as context); a compaction
-        pass covers the whole arc since the previous compaction. Both are cut
-        to their budget, newest turns first.
-        """
-        conn = self.state.connection
-        turns = [json.loads(r[0]) for r in conn.execute("SELECT data FROM arc WHERE path = ? ORDER BY turn", (key,))]
-        context: list[dict] = []
-        if trigger == "cadence":
-            users = [i for i, t in enumerate(turns) if t["role"] == "user"]
-            start = users[max(0, len(users) - new_humans)] if users and new_humans else len(turns)
-            context = turns[max(0, start - CONTEXT_TURNS) : start]
-            turns = _fit(turns[start:], CADENCE_BUDGET)
-        else:
-            turns = _fit(turns, COMPACTION_BUDGET)
-        if not any(t["role"] == "user" for t in turns):
-            return
-        conn.execute(
-            "INSERT INTO passes (path, trigger, session, turns, context, created) VALUES (?, ?, ?, ?, ?, ?)",
-            (key, trigger, session, json.dumps(turns), json.dumps(context), time.time()),
-        )
+    def _notice(self, message: str) -> None:
+        """Something the user should hear once (the CLI prints it; a hook's run puts it in the hooks log)."""
+        self.notices.append(message)
+        if self.on_notice is not None:
+            self.on_notice(message)
 
     # ------------------------------------------------------------ running passes
 
@@ -462,11 +280,14 @@ class Observer:
         context = [Turn(**t) for t in json.loads(row["context"])]
         batch = Batch(turns, row["trigger"], row["session"], row["path"], context=context)
         try:
-            result = self.capturer.run(batch)
+            result: PassResult | None = self.capturer.run(batch)
+            error = None
         except Exception as exc:  # noqa: BLE001 - recorded for --status, the loop goes on
-            self.state.finish(row["id"], None, f"{type(exc).__name__}: {exc}")
-            return None
-        self.state.finish(row["id"], result)
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        try:
+            self.state.finish(row["id"], result, error)
+        except StateBusy as exc:  # still "running" under this process: run again once it has ended
+            self._notice(f"pass {row['id']}: its result could not be stored ({exc})")
         return result
 
     def run_pending(self, on_result: Callable[[sqlite3.Row, PassResult | None], None] | None = None) -> int:
@@ -483,8 +304,19 @@ class Observer:
 
     def once(self, compaction: bool = False, final: bool = False, on_result=None) -> tuple[int, int]:
         """Read every transcript, run what fell due; (turns read, passes run)."""
-        read = sum(self.poll(path, compaction=compaction, final=final) for path in self.transcripts())
+        read = sum(self.poll_safely(path, compaction=compaction, final=final) for path in self.transcripts())
         return read, self.run_pending(on_result)
+
+    def poll_safely(self, path: Path, compaction: bool = False, final: bool = False) -> int:
+        """`poll`, but a failure on one transcript is said and the others are still read (a broken
+        state database is the exception: it is for the caller and the next start to handle)."""
+        try:
+            return self.poll(path, compaction=compaction, final=final)
+        except sqlite3.Error:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one transcript never stops the others
+            self._notice(f"{path}: reading failed ({type(exc).__name__}: {exc}); it is tried again on its next change")
+            return 0
 
     # ------------------------------------------------------------ watching
 
@@ -571,7 +403,7 @@ class Observer:
                     dirty.clear()
                 for path in sorted(paths):
                     if path.is_file():
-                        self.poll(path)
+                        self.poll_safely(path)
                 for row in self.state.pending(limit=QUEUE_SIZE * 4):
                     with lock:
                         if row["id"] in queued:
@@ -600,111 +432,9 @@ class Observer:
 
     def status(self) -> dict:
         """What is watched, how far each transcript was read, pending passes, recent results and cost."""
-        rows = self.state.transcripts()
         wanted = {str(p) for p in self.transcripts()} if self.targets else None
-        transcripts = []
-        for row in rows:
-            if wanted is not None and row["path"] not in wanted:
-                continue
-            passes = self.state.passes(row["path"], limit=5)
-            counts = dict(
-                self.state.connection.execute(
-                    "SELECT status, COUNT(*) FROM passes WHERE path = ? GROUP BY status", (row["path"],)
-                ).fetchall()
-            )
-            cost = self.state.connection.execute(
-                "SELECT COALESCE(SUM(chars_sent), 0), COALESCE(SUM(seconds), 0) FROM passes WHERE path = ?",
-                (row["path"],),
-            ).fetchone()
-            try:
-                size = os.stat(row["path"]).st_size
-            except OSError:
-                size = None
-            transcripts.append(
-                {
-                    "path": row["path"],
-                    "format": row["format"],
-                    "offset": row["offset"],
-                    "size": size,
-                    "exchanges": row["humans"],
-                    "since_last_pass": row["humans"] - row["humans_at_pass"],
-                    "compactions": row["compactions"],
-                    "passes": {k: counts.get(k, 0) for k in ("pending", "running", "done", "failed")},
-                    "chars_sent": cost[0],
-                    "classifier_seconds": round(cost[1], 3),
-                    "recent": [_pass_summary(p) for p in passes],
-                }
-            )
-        return {
-            "state": str(self.state.path),
-            "cadence_turns": self.cadence,
-            "targets": [str(t) for t in self.targets],
-            "transcripts": transcripts,
-            "writes": self.last_writes(),
-        }
+        return status_report(self.state, wanted, self.cadence, [str(t) for t in self.targets])
 
     def last_writes(self, limit: int = LAST_WRITES) -> list[dict]:
-        """The newest memories capture wrote, across every transcript of this state, newest first:
-        when, from which transcript, the memory (id, scope, category, first words), whether a
-        prompt has announced it yet (None: written before announcements were kept)."""
-        from forgemem.capture.announce import first_words
-
-        conn = self.state.connection
-        writes: list[dict] = []
-        rows = conn.execute(
-            "SELECT id, path, finished, written FROM passes WHERE status = 'done' AND written IS NOT NULL"
-            " AND written != '[]' ORDER BY id DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
-        for row in rows:
-            for memory in reversed(json.loads(row["written"])):
-                writes.append({
-                    "time": _utc(row["finished"]),
-                    "transcript": Path(row["path"]).name,
-                    "path": row["path"],
-                    "pass": row["id"],
-                    "id": memory["id"],
-                    "scope": memory["scope"],
-                    "category": memory["category"],
-                    "text": first_words(memory["text"]),
-                })
-        writes = writes[:limit]
-        announced: dict[str, float | None] = {}
-        if writes:
-            marks = ", ".join("?" * len(writes))
-            try:
-                announced = dict(conn.execute(
-                    f"SELECT memory, announced FROM announcements WHERE memory IN ({marks})",
-                    [w["id"] for w in writes],
-                ).fetchall())
-            except sqlite3.OperationalError:  # no announcements table yet
-                pass
-        for write in writes:
-            write["announced"] = (announced[write["id"]] is not None) if write["id"] in announced else None
-        return writes
-
-
-def _pass_summary(row: sqlite3.Row) -> dict:
-    written = json.loads(row["written"]) if row["written"] else []
-    return {
-        "id": row["id"],
-        "trigger": row["trigger"],
-        "status": row["status"],
-        "finished": _utc(row["finished"]),
-        "classifier": row["classifier"],
-        "written": written,
-        "skipped": row["skipped"],
-        "chars_sent": row["chars_sent"],
-        "seconds": round(row["seconds"], 3) if row["seconds"] is not None else None,
-        "error": row["error"],
-        "notes": json.loads(row["notes"]) if row["notes"] else [],
-    }
-
-
-def _utc(stamp: float | None) -> str | None:
-    """A stored time as forgemem writes times: UTC, ISO-8601, seconds, `Z`."""
-    if stamp is None:
-        return None
-    from datetime import datetime
-
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        """The newest memories capture wrote, newest first (see `forgemem.capture.state.last_writes`)."""
+        return last_writes(self.state, limit)

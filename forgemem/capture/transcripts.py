@@ -46,9 +46,14 @@ def detect_format(path: Path) -> str | None:
     return registry.detect(path)
 
 
-def read_new(path: Path, fmt: str, offset: int = 0, state: dict | None = None) -> ReadResult:
-    """Parse what was appended to `path` since `offset` (state from the previous read)."""
-    return registry.get(fmt).read(path, offset, dict(state or {}))
+def read_new(path: Path, fmt: str, offset: int = 0, state: dict | None = None, limit: int | None = None) -> ReadResult:
+    """Parse what was appended to `path` since `offset` (state from the previous read).
+
+    With `limit`, about that many bytes at most (whole lines; `more` says whether it stopped there).
+    What the file holds never makes it raise: a record that cannot be read is skipped and named in
+    `skipped`, and the offset moves past it.
+    """
+    return registry.get(fmt).read(path, offset, dict(state or {}), limit)
 
 
 def flush(path: Path, fmt: str, state: dict) -> list[Event]:

@@ -70,7 +70,7 @@ def observe(
         from forgemem.capture.capturer import Capturer
 
         capturer = Capturer(workspace)  # a bad classifier setting fails here, not in every pass
-    observer = Observer(workspace, targets, fmt=fmt, cadence=cadence, capturer=capturer)
+    observer = Observer(workspace, targets, fmt=fmt, cadence=cadence, capturer=capturer, on_notice=warn)
     if status:
         _print_observe_status(observer.status(), as_json)
         return
@@ -128,6 +128,8 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
         emit_json(status)
         return
     out.print(f"state: {escape(status['state'])}  (capture every {status['cadence_turns']} exchanges)")
+    for notice in status.get("notices") or []:
+        out.print(escape(f"note ({notice['time']}): {notice['message']}"))
     if not status["transcripts"]:
         out.print("no transcripts observed yet")
         return
@@ -144,6 +146,9 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
         )
     out.print(table)
     for t in status["transcripts"]:
+        if t.get("skipped_records"):
+            out.print(escape(f"{Path(t['path']).name}: {t['skipped_records']} record(s) that could not be read were "
+                             "skipped (said in the hooks log, or by `observe`, when it happened)"))
         for p in t["recent"][:3]:
             line = f"  pass {p['id']} {p['trigger']} {p['status']}"
             if p["status"] == "done":

@@ -181,7 +181,8 @@ def index(
 
 @app.command()
 def doctor(as_json: bool = JSON_OPTION) -> None:
-    """Check the index against the memory files (rebuilding a cache that disagrees), and flag stale
+    """Check the index against the memory files (rebuilding a cache that disagrees), check the observer's
+    state (a corrupt one is moved aside and rebuilt, passes of a dead process run again), and flag stale
     memories: paths they name that are gone or changed a lot since, symbols no longer in the code."""
     engine = _engine()
     results = {}
@@ -197,15 +198,18 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
             _refresh(engine, f"rebuilding the {scope} index")
             fixed = not i.check()
         results[scope] = {"disagreements": found, "rebuilt": bool(found), "ok_after": fixed or not found}
+    from forgemem.capture.health import check as check_observer
     from forgemem.curate.stale import find_stale
     from forgemem.store.folder import find_repo_root
 
     repo = state.workspace().stores.get("repo")
     root = find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None
     stale = find_stale(engine.snapshot.heads(), root) if root is not None else []
+    observer = check_observer(state.workspace())
     if as_json:
-        emit_json({**results, "stale": [f.to_dict() for f in stale]})
+        emit_json({**results, "observer": observer, "stale": [f.to_dict() for f in stale]})
     else:
+        _print_observer_check(observer)
         for scope, r in results.items():
             if not r["disagreements"]:
                 out.print(f"{scope}: index agrees with the files")
@@ -218,8 +222,23 @@ def doctor(as_json: bool = JSON_OPTION) -> None:
                       f"{escape(one_line(finding.memory, 80))}")
         if root is not None and not stale:
             out.print("no stale memories (paths and symbols they name still exist)")
-    if not all(r["ok_after"] for r in results.values()):
+    if not all(r["ok_after"] for r in results.values()) or not observer["ok"]:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _print_observer_check(report: dict) -> None:
+    if not report["exists"]:
+        out.print("observer state: none yet (nothing captured from transcripts here)")
+        return
+    for line in report["problems"]:
+        out.print(f"observer state: {escape(line)}")
+    for line in report["repaired"]:
+        out.print(f"observer state: {escape(line)}")
+    if not report["problems"]:
+        out.print(f"observer state: readable; {report['pending']} pass(es) waiting, {report['failed']} failed"
+                  + (f", {report['skipped_records']} transcript record(s) skipped" if report["skipped_records"] else ""))
+    if report["moved_aside"]:
+        out.print(escape(f"observer state: kept aside (delete when no longer needed): {', '.join(report['moved_aside'])}"))
 
 
 @app.command()

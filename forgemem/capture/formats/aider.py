@@ -7,9 +7,12 @@ from pathlib import Path
 
 from forgemem.capture.formats.base import (
     HUMAN,
+    MAX_LINE_BYTES,
+    MAX_TURN_TEXT,
     Builder,
+    Lines,
     ReadResult,
-    complete_lines,
+    skip_note,
 )
 from forgemem.capture.formats.registry import Format
 
@@ -20,7 +23,7 @@ _AIDER_MODELINE = re.compile(r"^-\*-.*-\*-\s*$")
 _AIDER_AUTO = ("# Fix any errors below", "Fix any errors below")
 
 
-def _read_aider(path: Path, offset: int, state: dict) -> ReadResult:
+def _read_aider(path: Path, offset: int, state: dict, limit: int | None = None) -> ReadResult:
     """Human lines start with `#### `, tool output with `> `; the rest is the model.
 
     Consecutive `####` lines are one message; it is emitted when a line of
@@ -31,19 +34,25 @@ def _read_aider(path: Path, offset: int, state: dict) -> ReadResult:
     state.setdefault("mode", "model")  # model | output (after /run, /test …)
     if state.get("session") is None:
         state["session"] = f"aider:{path.name}"
-    for byte_start, byte_end, raw in complete_lines(path, offset):
+    lines = Lines(path, offset, state, limit)
+    skipped: list[str] = []
+    for byte_start, byte_end, raw in lines:
         state["line"] += 1
         line_no = state["line"]
-        offset = byte_end
+        if raw is None:
+            skipped.append(skip_note(line_no, byte_start, byte_end, f"longer than {MAX_LINE_BYTES} bytes"))
+            continue
         line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         if line.startswith("####"):
             content = line[5:] if line.startswith("#### ") else line[4:]
             pending = state["human"]
             if pending is None:
                 builder.flush()
-                state["human"] = {"lines": [content.rstrip()], "line": line_no, "byte_start": byte_start}
-            else:
+                state["human"] = {"lines": [content.rstrip()], "line": line_no, "byte_start": byte_start,
+                                  "chars": len(content)}
+            elif pending.get("chars", 0) < MAX_TURN_TEXT:  # past it the message keeps its start
                 pending["lines"].append(content.rstrip())
+                pending["chars"] = pending.get("chars", 0) + len(content)
             state["human"]["line_end"], state["human"]["byte_end"] = line_no, byte_end
             continue
         _aider_end_human(builder, state)
@@ -59,7 +68,7 @@ def _read_aider(path: Path, offset: int, state: dict) -> ReadResult:
             builder.assistant(line, state.get("started"), line_no, byte_start, byte_end)
         elif state["mode"] == "model" and state.get("pending"):
             state["pending"]["text"] += "\n"
-    return ReadResult(builder.events, offset, state)
+    return ReadResult(builder.events, lines.offset, state, skipped, lines.more)
 
 
 def _aider_end_human(builder: Builder, state: dict) -> None:

@@ -46,6 +46,8 @@ class ReadResult:
     events: list[Event]
     offset: int  # where the next read starts
     state: dict = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # records passed over, and why (no text of theirs)
+    more: bool = False  # reading stopped at its limit: there may be more to read
 
 
 # ---------------------------------------------------------------- text cleaning
@@ -106,18 +108,99 @@ def human_text(text: str) -> str | None:
 
 # ---------------------------------------------------------------- reading lines
 
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line (a pasted image, a dumped file) is skipped, never held whole
+READ_BLOCK = 1024 * 1024  # the file is read in blocks of this size: memory stays flat on any file
+MAX_TURN_TEXT = 100_000  # a turn's text stops growing here (the observer keeps far less of it)
+
+
+class Lines:
+    """The complete lines of a file from `offset` on, read in blocks: (byte start, byte end, line) each,
+    the line None when it is longer than MAX_LINE_BYTES (skipped without being held in memory).
+
+    A last line without its newline waits for it (`offset` stays at its start), except one already
+    too long: its bytes are passed over now (`state["skip_from"]` remembers where it began), so a
+    huge line being written is never read twice. With `limit`, reading stops at the first line end
+    at or past `offset + limit` (`more` then says there may be more).
+    """
+
+    def __init__(self, path: Path, offset: int, state: dict, limit: int | None = None):
+        self.path, self.start, self.state, self.limit = path, offset, state, limit
+        self.offset = offset  # where the next read starts
+        self.more = False
+
+    def __iter__(self) -> Iterator[tuple[int, int, bytes | None]]:
+        skip_from = self.state.get("skip_from")
+        skipping = isinstance(skip_from, int) and skip_from <= self.start
+        line_start: int = skip_from if isinstance(skip_from, int) and skipping else self.start
+        buffer = bytearray()
+        position = self.start  # of the block read next
+        with open(self.path, "rb") as handle:
+            handle.seek(self.start)
+            while True:
+                block = handle.read(READ_BLOCK)
+                if not block:
+                    break
+                at = 0
+                while True:
+                    newline = block.find(b"\n", at)
+                    if newline < 0:
+                        if not skipping:
+                            buffer += block[at:]
+                            if len(buffer) > MAX_LINE_BYTES:
+                                skipping, buffer = True, bytearray()
+                        break
+                    end = position + newline + 1
+                    if skipping:
+                        line: bytes | None = None
+                        skipping = False
+                        self.state.pop("skip_from", None)
+                    elif buffer:
+                        buffer += block[at : newline + 1]
+                        line = bytes(buffer) if len(buffer) <= MAX_LINE_BYTES else None
+                        buffer = bytearray()
+                    else:
+                        line = block[at : newline + 1] if newline + 1 - at <= MAX_LINE_BYTES else None
+                    yield line_start, end, line
+                    self.offset = line_start = end
+                    at = newline + 1
+                    if self.limit is not None and end - self.start >= self.limit:
+                        self.more = True
+                        return
+                position += len(block)
+        if skipping:  # a line too long to keep, not ended yet: pass over what there is of it
+            self.state["skip_from"] = line_start
+            self.offset = position
+
+
 def complete_lines(path: Path, offset: int) -> Iterator[tuple[int, int, bytes]]:
-    """(byte start, byte end, line) for each complete line from offset on."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        data = handle.read()
-    end = data.rfind(b"\n")
-    if end < 0:
-        return
-    position = offset
-    for line in data[: end + 1].splitlines(keepends=True):
-        yield position, position + len(line), line
-        position += len(line)
+    """(byte start, byte end, line) for each complete line from offset on (lines too long are left out)."""
+    for start, end, line in Lines(path, offset, {}):
+        if line is not None:
+            yield start, end, line
+
+
+def text_of(value) -> str:
+    """A text field as a string: anything else (null, a number, a list) is no text."""
+    return value if isinstance(value, str) else ""
+
+
+def decode_record(raw: bytes) -> tuple[object, str | None]:
+    """A JSONL line as a value, and what was wrong with it (None: nothing). Never raises: bytes that are
+    not UTF-8 are read with replacement characters; a line that is not JSON, nests deeper than the
+    parser goes or holds a number too long to convert is (None, why)."""
+    problem = None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text, problem = raw.decode("utf-8", "replace"), "not UTF-8 (read with replacement characters)"
+    if not text.strip():
+        return None, None
+    try:
+        return json.loads(text), problem
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:  # JSONDecodeError, or an integer past Python's digit limit
+        return None, "not JSON" if isinstance(exc, json.JSONDecodeError) else "a number too long"
 
 
 class Builder:
@@ -131,21 +214,24 @@ class Builder:
         self.events: list[Event] = []
 
     def human(self, text: str, timestamp: str | None, line: int, byte_start: int, byte_end: int) -> None:
+        if not isinstance(text, str) or not text:
+            return
         self.flush()
-        self._emit(HUMAN, text, timestamp, line, line, byte_start, byte_end)
+        self._emit(HUMAN, text[:MAX_TURN_TEXT], timestamp, line, line, byte_start, byte_end)
 
     def assistant(self, text: str, timestamp: str | None, line: int, byte_start: int, byte_end: int) -> None:
-        text = text.strip()
+        text = text.strip() if isinstance(text, str) else ""
         if not text:
             return
         pending = self.state.get("pending")
-        if pending:
-            pending["text"] += "\n\n" + text
+        if isinstance(pending, dict) and isinstance(pending.get("text"), str):
+            if len(pending["text"]) < MAX_TURN_TEXT:  # past it the turn keeps its start
+                pending["text"] = (pending["text"] + "\n\n" + text)[:MAX_TURN_TEXT]
             pending["line_end"], pending["byte_end"] = line, byte_end
         else:
             self.state["pending"] = {
-                "text": text,
-                "timestamp": timestamp,
+                "text": text[:MAX_TURN_TEXT],
+                "timestamp": _text_or_none(timestamp),
                 "line_start": line,
                 "line_end": line,
                 "byte_start": byte_start,
@@ -154,12 +240,17 @@ class Builder:
 
     def compaction(self, timestamp: str | None, line: int) -> None:
         self.flush()
-        self.events.append(Compaction(self.state.get("session"), timestamp, self.path, line))
+        self.events.append(Compaction(self.session, _text_or_none(timestamp), self.path, line))
+
+    @property
+    def session(self) -> str | None:
+        session = self.state.get("session")
+        return session if isinstance(session, str) else None
 
     def flush(self) -> None:
         """Emit the pending assistant turn (a human turn or compaction ended it)."""
         pending = self.state.pop("pending", None)
-        if pending:
+        if isinstance(pending, dict) and isinstance(pending.get("text"), str):
             self._emit(
                 ASSISTANT,
                 pending["text"].strip(),
@@ -177,11 +268,11 @@ class Builder:
             text = text.encode("utf-8", "replace").decode("utf-8")
         self.events.append(
             Turn(
-                self.state.get("session"),
+                self.session,
                 self.state["turns"],
                 role,
                 text,
-                timestamp,
+                _text_or_none(timestamp),
                 self.path,
                 line_start,
                 line_end,
@@ -192,38 +283,60 @@ class Builder:
         self.state["turns"] += 1
 
 
+def _text_or_none(value) -> str | None:
+    """A timestamp or session id as a turn keeps it: a string, else nothing."""
+    return value if isinstance(value, str) else None
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def storable_state(state: dict) -> dict:
+def storable_state(state: dict, keep_chars: int | None = None) -> dict:
     """A parser state as it may be stored: the text it holds between reads (an assistant
-    turn still being written, an aider message being collected) with secrets redacted."""
+    turn still being written, an aider message being collected) with secrets redacted, and
+    cut to its first `keep_chars` characters when the reader of the turns keeps no more."""
     from forgemem.store.redact import redact
+
+    def kept(text: str) -> str:
+        return redact(text if keep_chars is None else text[:keep_chars])[0]
 
     stored = dict(state)
     pending = stored.get("pending")
     if isinstance(pending, dict) and isinstance(pending.get("text"), str):
-        stored["pending"] = {**pending, "text": redact(pending["text"])[0]}
+        stored["pending"] = {**pending, "text": kept(pending["text"])}
     human = stored.get("human")
     if isinstance(human, dict) and isinstance(human.get("lines"), list):
-        stored["human"] = {**human, "lines": [redact(line)[0] if isinstance(line, str) else line
+        stored["human"] = {**human, "lines": [kept(line) if isinstance(line, str) else line
                                               for line in human["lines"]]}
     return stored
 
 
-def read_jsonl(path: Path, offset: int, state: dict, handle_line) -> ReadResult:
+def skip_note(line: int, byte_start: int, byte_end: int, why: str) -> str:
+    return f"line {line} (bytes {byte_start}-{byte_end}): {why}"
+
+
+def read_jsonl(path: Path, offset: int, state: dict, handle_line, limit: int | None = None) -> ReadResult:
+    """Each complete JSON object line from `offset` on, through `handle_line`. A bad record (not JSON,
+    too deep, too long, or one the handler cannot take) is skipped and named in `skipped`; never fatal."""
     builder = Builder(path, state)
-    for byte_start, byte_end, raw in complete_lines(path, offset):
+    lines = Lines(path, offset, state, limit)
+    skipped: list[str] = []
+    for byte_start, byte_end, raw in lines:
         state["line"] += 1
-        offset = byte_end
+        if raw is None:
+            skipped.append(skip_note(state["line"], byte_start, byte_end, f"longer than {MAX_LINE_BYTES} bytes"))
+            continue
+        record, problem = decode_record(raw)
+        if problem is not None:
+            skipped.append(skip_note(state["line"], byte_start, byte_end, problem))
+        if not isinstance(record, dict):
+            continue
         try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue  # a damaged line is skipped, never fatal
-        if isinstance(record, dict):
             handle_line(builder, record, state["line"], byte_start, byte_end)
-    return ReadResult(builder.events, offset, state)
+        except Exception as exc:  # noqa: BLE001 - one odd record never stops a transcript
+            skipped.append(skip_note(state["line"], byte_start, byte_end, f"cannot be read ({type(exc).__name__})"))
+    return ReadResult(builder.events, lines.offset, state, skipped, lines.more)
 
 
 def blocks(content) -> list[dict]:

@@ -9,6 +9,7 @@ from forgemem.capture.formats.base import (
     digest,
     human_text,
     read_jsonl,
+    text_of,
 )
 from forgemem.capture.formats.registry import Format
 
@@ -16,7 +17,7 @@ from forgemem.capture.formats.registry import Format
 def _claude_line(builder: Builder, record: dict, line: int, byte_start: int, byte_end: int) -> None:
     state = builder.state
     kind = record.get("type")
-    if record.get("sessionId"):
+    if record.get("sessionId") and isinstance(record["sessionId"], str):
         state["session"] = record["sessionId"]
     timestamp = record.get("timestamp")
     if kind == "system" and record.get("subtype") == "compact_boundary":
@@ -43,7 +44,7 @@ def _claude_line(builder: Builder, record: dict, line: int, byte_start: int, byt
         return
     if kind == "assistant":
         text = "\n\n".join(
-            clean_text(b.get("text", "")) for b in blocks(message.get("content")) if b.get("type") == "text"
+            clean_text(text_of(b.get("text"))) for b in blocks(message.get("content")) if b.get("type") == "text"
         )
         builder.assistant(text, timestamp, line, byte_start, byte_end)
         return
@@ -58,7 +59,7 @@ def _claude_line(builder: Builder, record: dict, line: int, byte_start: int, byt
     content = blocks(message.get("content"))
     if any(b.get("type") == "tool_result" for b in content):
         return
-    parts = [human_text(b.get("text", "")) for b in content if b.get("type") == "text"]
+    parts = [human_text(text_of(b.get("text"))) for b in content if b.get("type") == "text"]
     text = "\n\n".join(p for p in parts if p)
     if not text:
         return
@@ -69,6 +70,10 @@ def _claude_line(builder: Builder, record: dict, line: int, byte_start: int, byt
     builder.human(text, timestamp, line, byte_start, byte_end)
 
 
-FORMAT = Format("claude-code", read=lambda path, offset, state: read_jsonl(path, offset, state, _claude_line),
+def _read(path, offset: int, state: dict, limit: int | None = None):
+    return read_jsonl(path, offset, state, _claude_line, limit)
+
+
+FORMAT = Format("claude-code", read=_read,
                 record=lambda record: "sessionId" in record or record.get("type") in (
                     "summary", "file-history-snapshot", "queue-operation", "user", "assistant", "progress"))

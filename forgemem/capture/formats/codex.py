@@ -14,10 +14,11 @@ from forgemem.capture.formats.registry import Format
 def _codex_line(builder: Builder, record: dict, line: int, byte_start: int, byte_end: int) -> None:
     state = builder.state
     kind = record.get("type")
-    payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+    payload: dict = record["payload"] if isinstance(record.get("payload"), dict) else {}
     timestamp = record.get("timestamp")
     if kind == "session_meta":
-        state["session"] = payload.get("id") or state.get("session")
+        if isinstance(payload.get("id"), str) and payload["id"]:
+            state["session"] = payload["id"]
     elif kind == "compacted":
         builder.compaction(timestamp, line)
     elif kind == "event_msg":
@@ -34,6 +35,10 @@ def _codex_line(builder: Builder, record: dict, line: int, byte_start: int, byte
             builder.assistant(message, timestamp, line, byte_start, byte_end)
 
 
-FORMAT = Format("codex", read=lambda path, offset, state: read_jsonl(path, offset, state, _codex_line),
+def _read(path, offset: int, state: dict, limit: int | None = None):
+    return read_jsonl(path, offset, state, _codex_line, limit)
+
+
+FORMAT = Format("codex", read=_read,
                 record=lambda record: "payload" in record and record.get("type") in (
                     "session_meta", "response_item", "event_msg", "turn_context", "compacted"))

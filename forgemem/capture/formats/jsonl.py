@@ -7,6 +7,7 @@ from forgemem.capture.formats.base import (
     blocks,
     clean_text,
     read_jsonl,
+    text_of,
 )
 from forgemem.capture.formats.registry import Format
 
@@ -15,10 +16,10 @@ def _plain_line(builder: Builder, record: dict, line: int, byte_start: int, byte
     role = record.get("role")
     content = record.get("content")
     if isinstance(content, list):
-        content = "\n\n".join(b.get("text", "") for b in blocks(content) if b.get("type") in ("text", None))
+        content = "\n\n".join(text_of(b.get("text")) for b in blocks(content) if b.get("type") in ("text", None))
     if not isinstance(content, str):
         return
-    if record.get("session_id"):
+    if isinstance(record.get("session_id"), str | int) and record["session_id"]:
         builder.state["session"] = str(record["session_id"])
     timestamp = record.get("timestamp")
     if role == "user":
@@ -31,5 +32,9 @@ def _plain_line(builder: Builder, record: dict, line: int, byte_start: int, byte
         builder.compaction(timestamp, line)
 
 
-FORMAT = Format("jsonl", read=lambda path, offset, state: read_jsonl(path, offset, state, _plain_line),
+def _read(path, offset: int, state: dict, limit: int | None = None):
+    return read_jsonl(path, offset, state, _plain_line, limit)
+
+
+FORMAT = Format("jsonl", read=_read,
                 record=lambda record: "role" in record and "content" in record)

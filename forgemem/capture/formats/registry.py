@@ -17,7 +17,7 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Format:
     name: str
-    read: Callable  # (path, offset, state) -> ReadResult
+    read: Callable  # (path, offset, state, limit=None) -> ReadResult; never raises on what the file holds
     record: Callable[[dict], bool] | None = None  # a JSONL record of this format?
     file: Callable[[str, str], bool | None] | None = None  # (file name, its start) -> yes / no / cannot tell
     end_turn: Callable | None = None  # (builder, state): finish what the format holds open
@@ -65,7 +65,7 @@ def detect(path: Path) -> str | None:
     for line in head.splitlines()[:20]:
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number too long, nested too deeply
             continue
         if not isinstance(record, dict):
             continue
