@@ -217,15 +217,31 @@ def test_two_concurrent_refreshes_are_serialised(store):
 
 
 def test_unwritable_cache_folder_falls_back_to_memory(tmp_path, cli):
-    # A file where the cache folder should be (root ignores permission bits).
+    # The cache folder is a link to a folder nobody can create files in, root included.
+    folder = tmp_path / "ro/.forge/memory"
+    folder.mkdir(parents=True)
+    write_memory(folder, make_memory(body="Use pnpm, not npm."))
+    (tmp_path / "ro/.forge/cache").symlink_to("/proc/self/fdinfo")
+    result = cli("--repo-dir", str(folder), "recall", "pnpm", "--lexical-only", "--json")
+    assert result.code == 0, result.err
+    assert "working without a cache" in result.err
+    assert [r["content"] for r in result.json()["results"]] == ["Use pnpm, not npm."]
+
+
+def test_a_file_where_the_cache_folder_belongs_is_moved_aside_once(tmp_path, cli):
     folder = tmp_path / "ro/.forge/memory"
     folder.mkdir(parents=True)
     write_memory(folder, make_memory(body="Use pnpm, not npm."))
     (tmp_path / "ro/.forge/cache").write_text("not a folder")
     result = cli("--repo-dir", str(folder), "recall", "pnpm", "--lexical-only", "--json")
     assert result.code == 0, result.err
-    assert "working without a cache" in result.err
+    assert "was a file, not a cache folder; moved it to cache.corrupt-" in result.err
     assert [r["content"] for r in result.json()["results"]] == ["Use pnpm, not npm."]
+    aside = [p for p in (tmp_path / "ro/.forge").iterdir() if p.name.startswith("cache.corrupt-")]
+    assert [p.read_text() for p in aside] == ["not a folder"]  # kept, never deleted
+    assert (tmp_path / "ro/.forge/cache/repo.sqlite").is_file()
+    again = cli("--repo-dir", str(folder), "recall", "pnpm", "--lexical-only", "--json")
+    assert again.code == 0 and "cache" not in again.err  # said once
 
 
 def test_database_is_valid_sqlite_with_fts5(store):

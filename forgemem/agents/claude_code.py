@@ -28,6 +28,7 @@ from forgemem.agents.hooks import (
     context_for,
     log,
     recent_human_text,
+    unreadable_notice,
 )
 from forgemem.agents.install import Change, Plan, _load_record, _read, _record_path, forgemem_command
 from forgemem.errors import ForgememError, UsageError
@@ -92,6 +93,7 @@ def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
         except Exception as exc:  # noqa: BLE001 - the notice below still goes out
             log(f"recall failed: {type(exc).__name__}: {exc}")
     saved = announced(workspace) if event == "UserPromptSubmit" else []
+    broken = unreadable_notice(workspace) if event == "UserPromptSubmit" else None
     output: dict = {}
     if saved:
         from forgemem.capture.announce import context_block, notice
@@ -99,6 +101,8 @@ def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
         output["systemMessage"] = notice(saved)
         notice_block = context_block(saved, model=workspace.config.embedding_model)
         block = "\n".join(part for part in (block, notice_block) if part)
+    if broken:  # to the user, who can fix the file: the model gets no word of it
+        output["systemMessage"] = "\n".join(part for part in (output.get("systemMessage"), broken) if part)
     if block:
         output["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": block}
     return json.dumps(output) if output else ""

@@ -69,6 +69,22 @@ def announced(workspace) -> list:
     return saved
 
 
+def unreadable_notice(workspace) -> str | None:
+    """"forgemem: N memory files could not be read …" when the set of such files changed since a hook
+    last said it (`forgemem.index.problems.notice_once`): once per change, never on every prompt.
+    Fails open (None)."""
+    from forgemem.index.problems import notice_once
+
+    try:
+        line = notice_once(workspace.stores.values())
+    except Exception as exc:  # noqa: BLE001 - a notice is never worth a failed hook
+        log(f"counting unreadable memory files failed: {type(exc).__name__}: {exc}")
+        return None
+    if line:
+        log(line)
+    return f"forgemem: {line}" if line else None
+
+
 def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=None) -> str:
     """The context block for `query` in the stores seen from `cwd` (or in `workspace`); "" if none, or too slow."""
     from forgemem.recall import client

@@ -62,6 +62,7 @@ def build_server(workspace: Workspace):
     from forgemem.recall.context import render
     from forgemem.recall.engine import RecallEngine
     from forgemem.recall.rank import Query
+    from forgemem.store.memfile import check_text_size
 
     class Server(MCPServer):
         async def run_stdio_async(self) -> None:  # what `run("stdio")` runs
@@ -109,6 +110,11 @@ def build_server(workspace: Workspace):
             "change with the forgemem command, or to allow it"
         )
 
+    def notes(result) -> list[str]:
+        """The recall's notes, and one line when memory files could not be read (they were left out)."""
+        line = engine.snapshot.problem_summary() if engine.snapshot.unreadable else None
+        return [*result.notes, line] if line else list(result.notes)
+
     @tool
     def recall(query: str, k: int | None = None, scope: str = "all", category: str = "") -> str:
         """Find the memories that matter for a question (hybrid lexical + semantic search).
@@ -123,7 +129,7 @@ def build_server(workspace: Workspace):
         result = engine.recall(Query(query, k=k or config.retrieval_top_k,
                                      scope=None if scope in ("", "all") else scope,
                                      category=category or None, hops=config.retrieval_hop_depth))
-        return dump({"query": query, "lexical_only": result.lexical_only, "notes": result.notes,
+        return dump({"query": query, "lexical_only": result.lexical_only, "notes": notes(result),
                      "served_by": None, "results": result.to_dicts()})
 
     @tool
@@ -136,7 +142,7 @@ def build_server(workspace: Workspace):
         result = engine.recall(Query(prompt, k=config.retrieval_top_k, hops=config.retrieval_hop_depth))
         block = render(result.to_dicts(), result.lexical_only,
                        config.context_budget_tokens if budget is None else budget, config.embedding_model)
-        return dump({**block.to_dict(), "lexical_only": result.lexical_only, "notes": result.notes})
+        return dump({**block.to_dict(), "lexical_only": result.lexical_only, "notes": notes(result)})
 
     @tool
     def add(text: str, category: str, scope: str = "", supersedes: list[str] | None = None) -> str:
@@ -149,6 +155,7 @@ def build_server(workspace: Workspace):
         if scope:
             require_choice("scope", scope, SCOPES)
         require_choice("category", category, CATEGORIES)
+        check_text_size(text)  # before anything is loaded or written
         snap = workspace.load()
         old = [snap.resolve(ref) for ref in supersedes or ()]
         for memory in old:

@@ -120,6 +120,12 @@ class _Ids:
         return self.short.get(memory_id, short(memory_id))
 
 
+def _problems(snap: Snapshot) -> list[str]:
+    """One line when memory files could not be read (left out of every answer) or have other problems."""
+    line = snap.problem_summary()
+    return [f"⚠ {line}."] if line else []
+
+
 def _line(memory: Memory, ids: _Ids, snap: Snapshot | None = None) -> str:
     mark = ""
     if snap is not None and snap.graph.conflicts.get(memory.id):
@@ -143,9 +149,9 @@ def summary(snap: Snapshot) -> str:
         f"{len(snap.memories)} files in all (older versions included)"
         + (f", **{len(conflicts_)} conflict(s)**" if conflicts_ else "")
         + (f", **{len(forks)} fork(s)**" if forks else "")
-        + (f", {len(snap.problems)} problem(s) (`forgemem validate`)" if snap.problems else "")
         + "."
     ]
+    lines += _problems(snap)
     newest = sorted(heads, key=lambda m: m.created_at, reverse=True)[:3]
     if newest:
         lines.append("Newest:")
@@ -168,22 +174,22 @@ def list_memories(snap: Snapshot, rest: str) -> str:
                 f"`/memory list` takes a category ({', '.join(CATEGORIES)}) or a scope (repo, user), not `{rest}`."
             )
     if not heads:
-        return "No memories" + (f" in {what}." if what else " yet.")
+        return "\n".join(["No memories" + (f" in {what}." if what else " yet."), *_problems(snap)])
     heads.sort(key=lambda m: (m.scope, m.category, -m.created_at.timestamp()))
     lines = [f"**{len(heads)} memories**" + (f" ({what})" if what else "") + ":"]
     lines += [_line(m, ids, snap) for m in heads[:LIST_LIMIT]]
     if len(heads) > LIST_LIMIT:
         lines.append(f"… and {len(heads) - LIST_LIMIT} more; narrow with `/memory list <category>` or search.")
-    return "\n".join(lines)
+    return "\n".join(lines + _problems(snap))
 
 
 def search_memories(workspace: Workspace, query: str, search) -> str:
     if not query:
         raise SlashError("Usage: `/memory search <what you want to find>`.")
     hits = (search or _search_in_process(workspace))(query, SEARCH_K)
-    if not hits:
-        return f"Nothing found for “{query}”."
     snap = workspace.load()
+    if not hits:
+        return "\n".join([f"Nothing found for “{query}”.", *_problems(snap)])
     ids = _Ids(snap)
     lines = [f"**{len(hits)} result(s)** for “{query}”:"]
     for hit in hits:
@@ -192,7 +198,7 @@ def search_memories(workspace: Workspace, query: str, search) -> str:
             f"- `{ids(hit['id'])}` {hit['scope']}/{hit['category']} ({hit['score']:.2f}){mark}: "
             f"{one_line(hit['content'], LINE_WIDTH)}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _problems(snap))
 
 
 def server_search(workspace: Workspace, on_notice=None) -> Callable[[str, int], list[dict]]:
@@ -362,4 +368,4 @@ def stats(snap: Snapshot) -> str:
         f"- {chains} memories changed at least once; {len(snap.graph.contradictions())} conflict(s); "
         f"{len(snap.graph.forks())} fork(s); {len(snap.problems)} problem(s)"
     )
-    return "\n".join(lines)
+    return "\n".join(lines + _problems(snap))

@@ -13,11 +13,21 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state, warn
+from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, out, show_problem, state, warn
 from forgemem.errors import ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, one_line, utc_now
 from forgemem.views import added_json, forgotten_json, linked_json, memory_json
-from forgemem.workspace import default_forge_dir, init_forge_dir
+from forgemem.workspace import Snapshot, default_forge_dir, init_forge_dir
+
+
+def load() -> Snapshot:
+    """Both stores; one line on stderr when memory files could not be read (they are left out) or
+    other problems were found, and what to run to see them."""
+    snap = state.workspace().load()
+    line = snap.problem_summary()
+    if line:
+        warn(line)
+    return snap
 
 
 @app.command()
@@ -98,8 +108,11 @@ def add(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a new memory file and print its id and path."""
+    from forgemem.store.memfile import check_text_size
+
     if text == "-":
         text = sys.stdin.read()
+    check_text_size(text)  # before anything is read or written: a file over 1 MiB could not be read back
     memory, redacted = state.workspace().add(
         text,
         scope=scope,

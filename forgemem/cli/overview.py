@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, load, out, show_problem, state
+from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, out, show_problem, state
+from forgemem.cli.memories import load
 from forgemem.errors import EXIT_PROBLEMS, UsageError
 from forgemem.store.model import Memory, one_line, short
 
@@ -108,7 +109,7 @@ def validate(
             if p.path is not None
             and any(p.path.resolve() == w or w in p.path.resolve().parents for w in wanted)
         ]
-    checked = len(snap.memories) + len({p.path for p in snap.problems if p.memory_id is None})
+    checked = len({m.path for m in snap.memories} | {p.path for p in snap.problems if p.path is not None})
     if as_json:
         emit_json({"ok": not problems, "files_checked": checked, "problems": [p.to_dict() for p in problems]})
     else:
@@ -145,6 +146,7 @@ def stats(as_json: bool = JSON_OPTION) -> None:
         "conflicts": [[e.source, e.target] for e in g.contradictions()],
         "forks": len(g.forks()),
         "problems": len(snap.problems),
+        "unreadable": [str(p) for p in snap.unreadable],
     }
     from forgemem.curate.health import health
     from forgemem.store.folder import find_repo_root
@@ -168,7 +170,9 @@ def stats(as_json: bool = JSON_OPTION) -> None:
     )
     for a, b in data["conflicts"]:
         out.print(f"[yellow]conflict:[/] {a} contradicts {b}")
-    out.print(f"{data['forks']} forks, {data['problems']} problems")
+    out.print(f"{data['forks']} forks, {data['problems']} problems"
+              + (f" ({len(snap.unreadable)} memory file(s) could not be read: `forgemem validate`)"
+                 if snap.unreadable else ""))
     h = data["health"]
     table = Table("health", "memories", "for example", box=None, pad_edge=False, title="health")
     for key, label in (("never_recalled", "never recalled"), ("marked_wrong", "marked wrong (feedback)"),

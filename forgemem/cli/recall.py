@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, load, out, state, warn
+from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, out, state, warn
+from forgemem.cli.memories import load
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES, PROPOSED, one_line, short
 from forgemem.views import conflicts_json
@@ -123,6 +124,7 @@ def recall(
     answer = client.answer(request, prepare=_refresh, use_server=batch is None, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
+    _add_unreadable_note(ws, answer)
     for note in answer["notes"]:
         if note not in ws.warnings:  # those were said when the workspace opened
             warn(note)
@@ -138,6 +140,16 @@ def recall(
         })
         return
     _print_hits(hits, explain)
+
+
+def _add_unreadable_note(workspace, answer: dict) -> str | None:
+    """A note (for stderr, and `notes` in JSON) when memory files could not be read: recall left them out."""
+    from forgemem.index.problems import count, summary
+
+    line = summary(count(workspace.stores.values()))
+    if line and line not in answer["notes"]:
+        answer["notes"].append(line)
+    return line
 
 
 @app.command()
@@ -181,49 +193,71 @@ def index(
 
 @app.command()
 def doctor(as_json: bool = JSON_OPTION) -> None:
-    """Check the index against the memory files (rebuilding a cache that disagrees), check the observer's
-    state (a corrupt one is moved aside and rebuilt, passes of a dead process run again), and flag stale
-    memories: paths they name that are gone or changed a lot since, symbols no longer in the code."""
-    engine = _engine()
-    results = {}
-    for scope, i in engine.indexes().items():
-        try:
-            i.refresh(engine.embedder)
-            found = i.check()
-        except Exception as exc:  # a broken cache of any kind is what doctor is for
-            found = [f"the cache cannot be read ({type(exc).__name__}: {exc})"]
-        fixed = False
-        if found:
-            i.destroy()
-            _refresh(engine, f"rebuilding the {scope} index")
-            fixed = not i.check()
-        results[scope] = {"disagreements": found, "rebuilt": bool(found), "ok_after": fixed or not found}
+    """Check every cache and model file and the index against the memory files (rebuilding or
+    re-exporting what is broken), check the observer's state (a corrupt one is moved aside and rebuilt,
+    passes of a dead process run again), and flag stale memories: paths they name that are gone or
+    changed a lot since, symbols no longer in the code."""
     from forgemem.capture.health import check as check_observer
+    from forgemem.cli.app import _Progress
+    from forgemem.curate.health import check_caches
     from forgemem.curate.stale import find_stale
     from forgemem.store.folder import find_repo_root
 
+    engine = _engine()
+    progress = _Progress("rebuilding the index")
+    try:
+        caches = check_caches(engine, progress=progress)
+    finally:
+        progress.close()
     repo = state.workspace().stores.get("repo")
     root = find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None
     stale = find_stale(engine.snapshot.heads(), root) if root is not None else []
     observer = check_observer(state.workspace())
     if as_json:
-        emit_json({**results, "observer": observer, "stale": [f.to_dict() for f in stale]})
+        emit_json({**caches["stores"], "model": caches["model"], "repairs": caches["said"], "observer": observer,
+                   "stale": [f.to_dict() for f in stale]})
     else:
         _print_observer_check(observer)
-        for scope, r in results.items():
-            if not r["disagreements"]:
-                out.print(f"{scope}: index agrees with the files")
-                continue
-            for line in r["disagreements"]:
-                out.print(f"{scope}: {escape(line)}")
-            out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
+        _print_cache_check(caches)
         for finding in stale:
             out.print(f"[yellow]stale[/] {short(finding.memory.id)}: {escape(finding.detail)} — "
                       f"{escape(one_line(finding.memory, 80))}")
         if root is not None and not stale:
             out.print("no stale memories (paths and symbols they name still exist)")
-    if not all(r["ok_after"] for r in results.values()) or not observer["ok"]:
+    if not caches["ok"] or not observer["ok"]:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _print_cache_check(caches: dict) -> None:
+    model = caches["model"]
+    for line in model["problems"]:
+        out.print(f"model: {escape(line)}")
+    for line in model["repaired"]:
+        out.print(f"model: repaired: {escape(line)}")
+    for line in model["not_repaired"]:
+        out.print(f"[red]model: could not repair[/] {escape(line)}")
+    if not model["problems"]:
+        out.print(f"model: {model.get('skipped') or str(model['models']) + ' exported model(s), checksums agree'}")
+    for scope, r in caches["stores"].items():
+        files = r["cache_files"]
+        for line in files["problems"]:
+            out.print(f"{scope}: {escape(line)}")
+        for line in files["repaired"]:
+            out.print(f"{scope}: repaired: {escape(line)}")
+        for line in files["not_repaired"]:
+            out.print(f"[red]{scope}: could not repair[/] {escape(line)}")
+        if files["moved_aside"]:
+            out.print(escape(f"{scope}: kept aside in {files['folder']} (delete when no longer needed): "
+                             f"{', '.join(files['moved_aside'])}"))
+        if not r["disagreements"]:
+            out.print(f"{scope}: index agrees with the files"
+                      + ("; vectors made again with the model exported again" if r["rebuilt"] else ""))
+            continue
+        for line in r["disagreements"]:
+            out.print(f"{scope}: {escape(line)}")
+        out.print(f"{scope}: rebuilt the cache" + ("; it now agrees" if r["ok_after"] else "; still disagrees"))
+    for line in caches["said"]:
+        out.print(f"repaired on the way: {escape(line)}")
 
 
 def _print_observer_check(report: dict) -> None:
@@ -315,8 +349,12 @@ def context(
     answer = client.answer(request, prepare=_refresh, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
+    line = _add_unreadable_note(state.workspace(), answer)
     if as_json:
         emit_json({key: answer[key] for key in ("context", "tokens", "ids", "left_out", "lexical_only", "notes")})
-    elif answer["context"]:
+        return
+    if line:
+        warn(line)
+    if answer["context"]:
         print(answer["context"])
 

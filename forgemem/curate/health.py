@@ -71,3 +71,48 @@ def health(workspace: Workspace, snap: Snapshot, repo_root: Path | None) -> dict
         "chains": len(snap.graph.chains()),
         "growth": [{"month": m, "added": n} for m, n in history],
     }
+
+
+def check_caches(engine, repair: bool = True, progress=None) -> dict:
+    """Every cache and model file of an engine's workspace, as `forgemem doctor` reports it (the CLI only
+    prints this): per store, the cache's files (`index.repair.check_store_cache`) and whether the cache
+    agrees with the memory files (`StoreIndex.check`; a cache that disagrees is rebuilt); the exported
+    models (`index.modelcache.check`; a broken one is exported again, and the vectors it made rebuilt);
+    what was repaired on the way, and what could not be."""
+    from forgemem.index import repair as repairs
+
+    with repairs.quietly():
+        return _check_caches(engine, repair, progress)
+
+
+def _check_caches(engine, repair: bool, progress) -> dict:
+    from forgemem.index import repair as repairs
+    from forgemem.index.modelcache import check as check_models
+
+    model = check_models(engine.workspace.config.embedding_model, repair)
+    reexported = any("exported again" in line for line in model["repaired"])
+    said = len(repairs.said)
+    stores: dict = {}
+    for scope, index in engine.indexes().items():
+        files = repairs.check_store_cache(index, repair)
+        try:
+            index.refresh(engine.embedder)
+            found = index.check()
+        except Exception as exc:  # noqa: BLE001 - a broken cache of any kind is what doctor is for
+            found = [f"the cache cannot be read ({type(exc).__name__}: {exc})"]
+        rebuild = repair and (bool(found) or reexported)
+        fixed = False
+        if rebuild:
+            index.destroy()
+            try:
+                index.refresh(engine.embedder, progress=progress)
+                fixed = not index.check()
+            except Exception as exc:  # noqa: BLE001
+                files["not_repaired"].append(f"the cache could not be rebuilt ({type(exc).__name__}: {exc})")
+        stores[scope] = {"disagreements": found, "rebuilt": rebuild, "ok_after": fixed or not found,
+                         "cache_files": files}
+    if stores:
+        engine.refresh()  # the snapshot of the rebuilt caches
+    reported = {line for s in stores.values() for line in s["cache_files"]["repaired"]}
+    return {"stores": stores, "model": model, "said": [m for m in repairs.said[said:] if m not in reported],
+            "ok": model["ok"] and all(s["ok_after"] and s["cache_files"]["ok"] for s in stores.values())}

@@ -35,17 +35,18 @@ consistent. A missing, truncated or corrupt cache is deleted and rebuilt.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from forgemem.errors import Problem
 from forgemem.index import database
 from forgemem.index.database import from_record, get_meta
 from forgemem.index.refresh import RefreshReport, cached_stats, diff, update
+from forgemem.index.repair import clear_way, remove, say
 from forgemem.index.vectors import FaissFile, ProgressFn, missing_reason, stored_vectors
 from forgemem.store.folder import Store
 from forgemem.store.model import Memory
@@ -70,6 +71,9 @@ def query_terms(text: str) -> list[str]:
         if word not in STOPWORDS and word not in seen:
             seen[word] = None
     return list(seen)
+
+
+GITIGNORE = "# forgemem cache: derived from the memory files, never committed\n*\n"
 
 
 @dataclass
@@ -100,6 +104,7 @@ class StoreIndex:
         self.in_memory = in_memory
         self._db: sqlite3.Connection | None = None
         self._faiss = FaissFile(self.folder, store.scope, in_memory)
+        self.gitignore_text = GITIGNORE
 
     # ------------------------------------------------------------ database
 
@@ -118,18 +123,30 @@ class StoreIndex:
             return database.connect_in_memory(self.store.memory_dir)
         from forgemem.permissions import private_dir
 
+        clear_way(self.folder, want_folder=True)  # a file where the folder belongs: moved aside
         private_dir(self.folder)  # it holds the text of every memory: other users never read it
         ignore = self.folder / ".gitignore"
+        clear_way(ignore)
         if not ignore.exists():
-            ignore.write_text("# forgemem cache: derived from the memory files, never committed\n*\n")
+            ignore.write_text(GITIGNORE)
+        for path in (*self.db_files(), self.lock_path):
+            clear_way(path)  # a folder (or a link) where SQLite or the lock wants a file
+        if not self.db_path.exists():
+            self._faiss.delete_files()  # a new database: a vector index of an older one would not match
         for attempt in range(2):
             try:
                 return database.connect(self.db_path, self.store.memory_dir)
-            except sqlite3.DatabaseError:
+            except sqlite3.DatabaseError as exc:
                 if attempt:
                     raise
+                if "another version or folder" not in str(exc):
+                    say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
                 self.destroy()
         raise AssertionError("unreachable")
+
+    def db_files(self) -> tuple[Path, Path, Path]:
+        """The database and its write-ahead log and shared-memory files."""
+        return self.db_path, Path(f"{self.db_path}-wal"), Path(f"{self.db_path}-shm")
 
     def generation(self) -> int:
         return int(get_meta(self.db, "generation") or 0)
@@ -139,8 +156,8 @@ class StoreIndex:
         self.close()
         if not self.folder.is_dir():
             return
-        for path in self.folder.glob(f"{self.scope}.sqlite*"):
-            path.unlink(missing_ok=True)
+        for path in self.db_files():
+            remove(path)
         self._faiss.delete_files()
 
     def close(self) -> None:
@@ -165,8 +182,9 @@ class StoreIndex:
         """
         try:
             return update(self.db, self.store, self._lock, embedder, progress, only)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             # A corrupt or truncated cache: throw it away and build it again.
+            say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
             self.destroy()
             report = update(self.db, self.store, self._lock, embedder, progress, None)
             report.rebuilt_reason = "the cache was corrupt"
@@ -261,19 +279,18 @@ class StoreIndex:
             found.append(f"{rel}: in the store but not in the cache")
         for rel in sorted(set(known) - set(scan)):
             found.append(f"{rel}: in the cache but the file is gone")
-        base = self.store.memory_dir
         hashes = dict(self.db.execute("SELECT path, sha256 FROM files"))
         cached_ids = dict(self.db.execute("SELECT path, id FROM memories"))
-        for rel in sorted(set(scan) & set(known)):
-            try:
-                data = (base / rel).read_bytes()
-            except OSError:
-                continue
-            if hashlib.sha256(data).hexdigest() != hashes[rel]:
+        common = sorted(set(scan) & set(known))
+        # read as a refresh reads (a file over 1 MiB or one that cannot be read is compared by what
+        # the cache recorded of it, never by bytes it does not hold)
+        for rel, read in zip(common, self.store.read_many(common), strict=True):
+            if read is None:
+                continue  # gone since the scan
+            if read.sha256 != hashes[rel]:
                 found.append(f"{rel}: the file's content differs from the cached hash")
                 continue
-            memory, _ = self.store.read(base / rel, data)
-            if (memory.id if memory else None) != cached_ids.get(rel):
+            if (read.memory.id if read.memory else None) != cached_ids.get(rel):
                 found.append(f"{rel}: the cached record does not match the file")
         memories = self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
         fts = self.db.execute("SELECT count(*) FROM fts").fetchone()[0]

@@ -85,6 +85,7 @@ def create(db: sqlite3.Connection, memory_dir: Path) -> None:
             rowid INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT UNIQUE NOT NULL, id TEXT NOT NULL,
             record TEXT NOT NULL, text_hash TEXT NOT NULL, gen INTEGER NOT NULL);
         CREATE INDEX IF NOT EXISTS memories_gen ON memories(gen);
+        CREATE INDEX IF NOT EXISTS files_problems ON files(path) WHERE problems IS NOT NULL;
         CREATE TABLE IF NOT EXISTS vectors(
             rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL, gen INTEGER NOT NULL);
         CREATE INDEX IF NOT EXISTS vectors_gen ON vectors(gen);

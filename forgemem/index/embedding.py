@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from forgemem.config import user_cache_dir
+from forgemem.index.modelcache import MODEL_FILE, RECORD_FILE, digest, problem, stat_key
 
 # Nothing is ever fetched from a model hub, whatever imports us.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -288,8 +289,10 @@ def model_cache_dir() -> Path:
 def load_embedder(configured: str = "", on_export: Callable[[str], None] | None = None) -> Embedder:
     """The embedder for a config: ONNX from the model cache (exporting it once if needed).
 
-    Raises `EmbeddingUnavailable` with a one-sentence reason when no model can
-    be loaded; callers then fall back to lexical search.
+    An export that is not sound (`modelcache.problem`: not a file, the wrong size) or that
+    ONNX Runtime cannot load is exported again, once, and said. Raises
+    `EmbeddingUnavailable` with a one-sentence reason when no model can be loaded; callers
+    then fall back to lexical search.
     """
     if os.environ.get("FORGEMEM_NO_EMBEDDINGS"):
         raise EmbeddingUnavailable("embeddings are switched off (FORGEMEM_NO_EMBEDDINGS is set)")
@@ -298,39 +301,80 @@ def load_embedder(configured: str = "", on_export: Callable[[str], None] | None 
     fp = fingerprint(model_dir)
     model_id = f"{model_name(model_dir)}@{fp}"
     folder = model_cache_dir() / fp
-    onnx_path = folder / "model.onnx"
+    onnx_path: Path | None = folder / MODEL_FILE
     try:
         import onnxruntime  # noqa: F401
         import tokenizers  # noqa: F401
     except ImportError:
-        onnx_path = None  # type: ignore[assignment]
-    if onnx_path is not None and not onnx_path.is_file():
-        from filelock import FileLock
-
-        from forgemem.permissions import private_dir
-
-        private_dir(folder)
-        with FileLock(str(folder / "export.lock")):
-            if not onnx_path.is_file():
-                print_(f"preparing the embedding model {model_id} (once; this takes a few seconds)")
-                started = time.perf_counter()
-                try:
-                    report = export_onnx(model_dir, onnx_path)
-                except EmbeddingUnavailable:
-                    raise
-                except Exception as exc:  # torch missing, export failure: say why, in one line
-                    raise EmbeddingUnavailable(
-                        f"could not prepare the embedding model ({type(exc).__name__}: {exc})"
-                    ) from None
-                report.update(model=model_id, seconds=round(time.perf_counter() - started, 1))
-                (folder / "export.json").write_text(json.dumps(report, indent=2) + "\n")
+        onnx_path = None
     try:
-        if onnx_path is not None:
+        if onnx_path is None:
+            return SentenceTransformerEmbedder(model_dir, model_id)
+        exported = _export(model_dir, folder, model_id, print_, problem(folder))
+        seen = stat_key(onnx_path)
+        try:
             return OnnxEmbedder(model_dir, onnx_path, model_id)
-        return SentenceTransformerEmbedder(model_dir, model_id)
+        except Exception as exc:
+            if exported:
+                raise
+            reason = f"cannot be loaded ({type(exc).__name__})"
+            _export(model_dir, folder, model_id, print_, reason, seen)
+            return OnnxEmbedder(model_dir, onnx_path, model_id)
     except EmbeddingUnavailable:
         raise
     except Exception as exc:
         raise EmbeddingUnavailable(
             f"could not load the embedding model ({type(exc).__name__}: {exc})"
         ) from None
+
+
+def reexport(configured: str = "", reason: str = "was found broken") -> None:
+    """Export the configured model again now (`forgemem doctor`, on a broken export)."""
+    model_dir = resolve_model_dir(configured)
+    fp = fingerprint(model_dir)
+    _export(model_dir, model_cache_dir() / fp, f"{model_name(model_dir)}@{fp}", lambda m: None, reason, force=True)
+
+
+def _export(model_dir: Path, folder: Path, model_id: str, print_: Callable[[str], None],
+            reason: str | None = None, seen: tuple | None = None, force: bool = False) -> bool:
+    """Export the model into `folder` unless a sound export is there; `reason` says why the one there is
+    not (it is replaced, and that is said). Under the folder's lock; returns whether this call exported.
+    `seen`: the export that failed to load; if another process replaced it meanwhile, that one is kept."""
+    from filelock import FileLock
+
+    from forgemem.index.repair import clean_temp, clear_way, remove, say
+    from forgemem.permissions import atomic_write_text, private_dir
+
+    onnx_path = folder / MODEL_FILE
+    if reason is None and onnx_path.is_file():
+        return False
+    clear_way(folder, want_folder=True)
+    private_dir(folder)
+    clear_way(folder / "export.lock")
+    with FileLock(str(folder / "export.lock")):
+        if reason is not None and not force:
+            replaced = seen is not None and stat_key(onnx_path) != seen
+            if replaced or (seen is None and problem(folder) is None and onnx_path.is_file()):
+                return False  # exported again by another process while this one waited
+        if reason is not None and clear_way(onnx_path) is None:  # (a folder in its place is said there)
+            say(f"the exported embedding model {onnx_path} {reason}; exporting it again")
+            remove(onnx_path)
+        elif onnx_path.is_file():
+            return False
+        for name in clean_temp(folder, MODEL_FILE):
+            say(f"removed {folder / name}, left by an export that was killed")
+        print_(f"preparing the embedding model {model_id} (once; this takes a few seconds)")
+        started = time.perf_counter()
+        try:
+            report = export_onnx(model_dir, onnx_path)
+        except EmbeddingUnavailable:
+            raise
+        except Exception as exc:  # torch missing, export failure: say why, in one line
+            raise EmbeddingUnavailable(
+                f"could not prepare the embedding model ({type(exc).__name__}: {exc})"
+            ) from None
+        report.update(model=model_id, seconds=round(time.perf_counter() - started, 1),
+                      size=onnx_path.stat().st_size, sha256=digest(onnx_path))
+        clear_way(folder / RECORD_FILE)
+        atomic_write_text(folder / RECORD_FILE, json.dumps(report, indent=2) + "\n", private=True)
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from forgemem.errors import Problem
 from forgemem.index.database import embed_text, get_meta, select_in, set_meta, to_record
 from forgemem.index.vectors import ProgressFn, embed_missing, missing_reason
-from forgemem.store.folder import Store
+from forgemem.store.folder import UNREADABLE, Store
 from forgemem.store.model import Memory
 
 
@@ -57,7 +58,17 @@ def diff(db: sqlite3.Connection, store: Store, only: list[str] | None = None):
         cached, scan = cached_stats(db, only), store.stat_paths(only)
         deleted = [p for p in only if p in cached and p not in scan]
     changed = [p for p, stat in scan.items() if cached.get(p) != stat]
+    changed += [p for p in readable_again(db, store) if p in scan and p not in changed]
     return scan, cached, changed, deleted
+
+
+def readable_again(db: sqlite3.Connection, store: Store) -> list[str]:
+    """Files cached as unreadable that this process may read now: a `chmod` changes no mtime, so these
+    few are tried again on every refresh (an unchanged result writes nothing)."""
+    rows = db.execute(
+        "SELECT path FROM files WHERE problems IS NOT NULL AND sha256 LIKE ?", (f"{UNREADABLE}%",)
+    ).fetchall()
+    return [p for (p,) in rows if os.path.isfile(store.memory_dir / p) and os.access(store.memory_dir / p, os.R_OK)]
 
 
 def update(
@@ -77,7 +88,8 @@ def update(
     with lock():
         # Another process may have applied some of this while we waited for the lock.
         cached = cached_stats(db, None if only is None else sorted(set(changed) | set(deleted)))
-        changed = [p for p in changed if cached.get(p) != scan[p]]
+        retry = set(readable_again(db, store))
+        changed = [p for p in changed if cached.get(p) != scan[p] or p in retry]
         deleted = [p for p in deleted if p in cached]
         gen = int(get_meta(db, "generation") or 0) + 1  # stamped on every row this refresh writes
         if changed or deleted:
@@ -113,6 +125,8 @@ def _apply_files(
             continue
         old = cached.get(rel)
         if old is not None and hashes.get(rel) == read.sha256:
+            if old == (read.mtime_ns, read.size):  # tried again (`readable_again`): still the same
+                continue
             updates.append((rel, read.mtime_ns, read.size, read.sha256, None, None, True))
             report.touched += 1
             continue

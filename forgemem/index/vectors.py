@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from forgemem.index.database import embed_text, get_meta, select_in, set_meta
+from forgemem.index.repair import clean_temp, clear_way, remove, say
 from forgemem.store.model import Memory
 
 EMBED_CHUNK = 256
@@ -126,6 +127,7 @@ class FaissFile:
         self._index: Any = None
         self._generation: int | None = None
         self._epoch: str | None = None
+        self._write_failed = False
 
     def get(self, db: sqlite3.Connection):
         """The index (None when there are no vectors).
@@ -141,27 +143,64 @@ class FaissFile:
             self._update(db, self._generation)
             self._generation = generation
             return self._index
-        import faiss
-
         index = None
         path = self.folder / f"{self.scope}-{generation}.faiss"
-        if not self.in_memory and path.is_file():
-            try:
-                index = faiss.read_index(str(path))
-            except RuntimeError:
-                index = None
+        if not self.in_memory:
+            index = self._read(db, path)
         if index is None:
             index = _build(db)
             if index is not None and not self.in_memory:
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                faiss.write_index(index, str(tmp))
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, path)
-                for old in self.folder.glob(f"{self.scope}-*.faiss"):
-                    if old != path:
-                        old.unlink(missing_ok=True)
+                self._write(index, path)
         self._index, self._generation, self._epoch = index, generation, epoch
         return index
+
+    def _read(self, db: sqlite3.Connection, path: Path):
+        """The index file of this generation, if it is there and sound (else None: it is built again)."""
+        import faiss
+
+        clear_way(path)  # a folder or a link in its place: moved aside
+        if not path.is_file():
+            return None
+        try:
+            index: Any = faiss.read_index(str(path))
+        except (RuntimeError, MemoryError):  # FAISS's own message is a C++ location
+            say(f"the vector index {path} could not be used (not a FAISS index: truncated or overwritten); rebuilt it")
+            return None
+        vectors = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        dim = get_meta(db, "dim")
+        moved = get_meta(db, "generation") != path.stem.rpartition("-")[2]  # a writer since: no verdict
+        if not moved and (str(index.d) != dim or index.ntotal != vectors):
+            say(f"the vector index {path} could not be used (it holds {index.ntotal} vectors of {index.d} "
+                f"dimensions, not {vectors} of {dim}); rebuilt it")
+            return None
+        return index
+
+    def _write(self, index, path: Path) -> None:
+        """Write the index file (a temporary file renamed: never half-written); a failure keeps it in memory."""
+        import faiss
+
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        for name in clean_temp(self.folder, f"{self.scope}-"):
+            say(f"removed {self.folder / name}, left by a process that was killed")
+        try:
+            clear_way(path)
+            faiss.write_index(index, str(tmp))
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except (OSError, RuntimeError) as exc:
+            if not self._write_failed:
+                say(f"cannot write the vector index {path} ({exc}); it is kept in memory only")
+            self._write_failed = True
+            return
+        finally:
+            if os.path.lexists(tmp):
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        for old in self.folder.glob(f"{self.scope}-*.faiss"):
+            if old != path:
+                remove(old)
 
     def forget(self) -> None:
         """Drop the index held in memory (the next `get` reads or builds it again)."""
@@ -170,7 +209,7 @@ class FaissFile:
 
     def delete_files(self) -> None:
         for path in self.folder.glob(f"{self.scope}-*.faiss"):
-            path.unlink(missing_ok=True)
+            remove(path)
 
     def _update(self, db: sqlite3.Connection, since: int) -> None:
         import numpy as np

@@ -47,7 +47,10 @@ class Store:
     def stat_files(self) -> dict[str, tuple[int, int]]:
         """Every memory file's path relative to the store -> (mtime_ns, size).
 
-        Plain strings and `os.scandir` throughout: this runs before every recall.
+        Plain strings and `os.scandir` throughout: this runs before every recall. A `*.md` entry that
+        is no regular file (a folder, a link that leads nowhere, a FIFO) is listed too, with the
+        link's or folder's own stat: reading it then says what is wrong, so it is never silently left
+        out. (A folder named `*.md` is still walked into.)
         """
         found: dict[str, tuple[int, int]] = {}
         if not self.exists():
@@ -66,10 +69,13 @@ class Store:
                 if name.endswith(SUFFIX):
                     try:
                         st = entry.stat()
-                    except OSError:
-                        continue
+                    except OSError:  # a link to nowhere, a loop: the link itself is the entry
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue  # gone since the folder was listed
+                    found[prefix + name] = (st.st_mtime_ns, st.st_size)
                     if stat.S_ISREG(st.st_mode):
-                        found[prefix + name] = (st.st_mtime_ns, st.st_size)
                         continue
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((f"{prefix}{name}/", entry.path))
@@ -81,12 +87,15 @@ class Store:
         for name in names:
             if not name.endswith(SUFFIX) or any(part.startswith(".") for part in name.split("/")):
                 continue
+            path = self.memory_dir / name
             try:
-                st = (self.memory_dir / name).stat()
+                st = path.stat()
             except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                found[name] = (st.st_mtime_ns, st.st_size)
+                try:
+                    st = path.lstat()
+                except OSError:
+                    continue
+            found[name] = (st.st_mtime_ns, st.st_size)
         return found
 
     def read(self, path: Path, data: bytes | None = None) -> tuple[Memory | None, list[Problem]]:
@@ -159,6 +168,10 @@ class FileRead:
     problems: list[Problem]
 
 
+#: `FileRead.sha256` of an entry that could not be read (then ": " and the reason)
+UNREADABLE = "unreadable"
+
+
 def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead | None]:
     import hashlib
 
@@ -167,10 +180,24 @@ def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead 
     for name in names:
         path = store.memory_dir / name
         try:
-            st = path.stat()
-            data = path.read_bytes() if st.st_size <= MAX_FILE_BYTES else None
-        except OSError:
-            reads.append(None)
+            st, why = os.stat(path), None
+        except OSError as exc:
+            try:
+                st, why = os.lstat(path), _cannot(exc, path)
+            except OSError:
+                reads.append(None)  # gone since it was listed
+                continue
+        if why is None and not stat.S_ISREG(st.st_mode):
+            why = "a folder, not a memory file" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        data = None
+        if why is None and st.st_size <= MAX_FILE_BYTES:
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                why = _cannot(exc, path)
+        if why is not None:
+            problem = Problem(path, why)
+            reads.append(FileRead(name, st.st_mtime_ns, st.st_size, f"{UNREADABLE}: {why}", None, [problem]))
             continue
         if data is None:  # too large to read: memfile says so without reading it
             memory, problems = store.read(path)
@@ -180,6 +207,17 @@ def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead 
             sha = hashlib.sha256(data).hexdigest()
         reads.append(FileRead(name, st.st_mtime_ns, st.st_size, sha, memory, problems))
     return reads
+
+
+def _cannot(exc: OSError, path: Path) -> str:
+    """Why a file cannot be read, in words (a link says where it leads)."""
+    reason = exc.strerror or type(exc).__name__
+    if path.is_symlink():
+        try:
+            return f"cannot read: {reason} (a link to {os.readlink(path)})"
+        except OSError:
+            pass
+    return f"cannot read: {reason}"
 
 
 def user_memory_dir() -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from forgemem.errors import ForgememError, Problem, unknown_choice
+from forgemem.errors import ForgememError, Problem, UsageError, unknown_choice
 from forgemem.permissions import atomic_write_text
 from forgemem.store.model import (
     CATEGORIES,
@@ -52,26 +53,71 @@ class MemoryFileError(ForgememError):
 
 # --------------------------------------------------------------------- reading
 
+#: A git conflict marker: seven (or more) '<', '>' or '|' at the start of a line, then a space and a
+#: label, or nothing. (`=======` alone is also markdown's setext underline: it is never taken for one.)
+_CONFLICT_MARKER = re.compile(r"^(?:<{7,}|>{7,}|\|{7,})(?:[ \t][^\n]*)?\r?$", re.MULTILINE)
+MERGE_FIX = ("keep one side of each conflict (or combine them) and delete the marker lines, or let git merge "
+             "memory files itself: `forgemem install git` installs forgemem's merge driver")
+#: An `id:` line, found in the raw text of a file that does not parse
+_ID_LINE = re.compile(
+    r"^id:[ \t]*[\"']?(mem_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f-])", re.MULTILINE
+)
+
+
+def conflict_marker(text: str) -> tuple[int, str] | None:
+    """(line, the line) of the first git conflict marker in a text, or None."""
+    match = _CONFLICT_MARKER.search(text)
+    if match is None:
+        return None
+    return text.count("\n", 0, match.start()) + 1, match.group(0).rstrip("\r")
+
+
+def recover_id(data: bytes | str) -> str | None:
+    """The id a file that does not parse still names on an `id:` line (`show` can then point at the file)."""
+    head = data[: MAX_FRONT_MATTER_CHARS + 1024]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    match = _ID_LINE.search(text.lstrip("\ufeff"))
+    return match.group(1) if match else None
+
+
+def _with_id(exc: MemoryFileError, data: bytes | str) -> MemoryFileError:
+    """The same problems, each naming the memory id still readable in the raw text (when one is)."""
+    if all(p.memory_id for p in exc.problems):
+        return exc
+    found = recover_id(data)
+    if found is None:
+        return exc
+    return MemoryFileError([p if p.memory_id else replace(p, memory_id=found) for p in exc.problems])
+
 
 def read_file(path: Path) -> Memory:
     """Parse one memory file; raises `MemoryFileError` listing every problem."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise MemoryFileError(
-                [Problem(path, f"file is larger than 1 MiB ({size} bytes)")]
-            )
+            with path.open("rb") as handle:
+                head = handle.read(MAX_FRONT_MATTER_CHARS + 1024)
+            raise _with_id(MemoryFileError([Problem(path, too_large(size))]), head)
         data = path.read_bytes()
     except OSError as exc:
-        raise MemoryFileError([Problem(path, f"cannot read: {exc.strerror}")]) from None
+        raise MemoryFileError([Problem(path, f"cannot read: {exc.strerror or exc}")]) from None
     return parse_bytes(data, path)
 
 
+def too_large(size: int) -> str:
+    return f"file is larger than 1 MiB ({size} bytes)"
+
+
 def parse_bytes(data: bytes, path: Path | None = None) -> Memory:
+    try:
+        return _parse_bytes(data, path)
+    except MemoryFileError as exc:
+        raise _with_id(exc, data) from None
+
+
+def _parse_bytes(data: bytes, path: Path | None) -> Memory:
     if len(data) > MAX_FILE_BYTES:
-        raise MemoryFileError(
-            [Problem(path, f"file is larger than 1 MiB ({len(data)} bytes)")]
-        )
+        raise MemoryFileError([Problem(path, too_large(len(data)))])
     if b"\x00" in data:
         raise MemoryFileError([Problem(path, "binary file (it contains NUL bytes)")])
     try:
@@ -92,6 +138,13 @@ def parse_bytes(data: bytes, path: Path | None = None) -> Memory:
 
 def parse_text(text: str, path: Path | None = None) -> Memory:
     text = text.lstrip("\ufeff")
+    marker = conflict_marker(text)
+    if marker is not None:  # before anything else: the front matter may not even start with '---' now
+        line, shown = marker
+        raise MemoryFileError(
+            [Problem(path, f"unfinished git merge: conflict markers from this line ({shown[:40]!r}); {MERGE_FIX}",
+                     line)]
+        )
     if not _HANDLER.detect(text):
         raise MemoryFileError(
             [Problem(path, "no YAML front matter (the file must start with a '---' line)", 1)]
@@ -321,13 +374,38 @@ def front_matter(memory: Memory) -> dict[str, Any]:
 
 
 def dumps(memory: Memory) -> str:
-    """The canonical text of a memory file."""
+    """The canonical text of a memory file; refuses what `parse_text` would not read back (a file over
+    1 MiB, front matter over its limit, a line git would take for a conflict marker)."""
     body = normalize_body(memory.body)
     if not body:
         raise ForgememError("a memory needs some text; the body is empty")
     if "\x00" in body:
         raise ForgememError("a memory's text cannot contain NUL characters")
-    return f"---\n{dump_front_matter(front_matter(memory))}---\n{body}\n"
+    check_text_size(body)
+    front = dump_front_matter(front_matter(memory))
+    if len(front) > MAX_FRONT_MATTER_CHARS:
+        raise UsageError(f"the front matter would be longer than {MAX_FRONT_MATTER_CHARS // 1024} KiB "
+                         f"({len(front)} characters); shorten its tags or source")
+    text = f"---\n{front}---\n{body}\n"
+    size = len(text.encode("utf-8"))
+    if size > MAX_FILE_BYTES:
+        raise UsageError(f"the memory file would be {size} bytes; {LIMIT_ADVICE}")
+    marker = conflict_marker(text)
+    if marker is not None:
+        raise UsageError(f"the line {marker[1][:40]!r} would be read as a git conflict marker (an unfinished merge); "
+                         "indent it or change it")
+    return text
+
+
+LIMIT_ADVICE = ("a memory file holds at most 1 MiB: split the text into several memories, or keep the document "
+                "in the repository and remember where it is")
+
+
+def check_text_size(text: str) -> None:
+    """A usage error when a memory's text alone is over the file limit (checked before anything is written)."""
+    size = len(text.encode("utf-8", "replace"))
+    if size > MAX_FILE_BYTES - 1024:  # room for the front matter
+        raise UsageError(f"the text is {size} bytes; {LIMIT_ADVICE}")
 
 
 def dump_front_matter(meta: dict[str, Any]) -> str:
