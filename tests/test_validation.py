@@ -17,6 +17,9 @@ A = "mem_00000000-0000-4000-8000-00000000000a"
 B = "mem_00000000-0000-4000-8000-00000000000b"
 C = "mem_00000000-0000-4000-8000-00000000000c"
 CATS = "coding-preferences, project-conventions, architectural-decisions, user-facts, corrections"
+MERGE = ("unfinished git merge (conflict marker '<<<<<<< HEAD'): keep one side of each conflict, or combine them, "
+         "and delete the marker lines; or install the merge driver, which merges memory files itself: "
+         "`forgemem install git`")
 
 # folder -> ({(file, line, reason)}, number of memories that still load)
 EXPECTED: dict[str, tuple[set[tuple[str, int | None, str]], int]] = {
@@ -48,6 +51,9 @@ EXPECTED: dict[str, tuple[set[tuple[str, int | None, str]], int]] = {
     "fork": ({("new-1.md", None, f"fork: {B} and {C} are all newest versions of {A}; write one memory that supersedes them to merge them")}, 3),
     "version-gap": ({("broken.md", None, "version is 3, expected 2 (its predecessor's version + 1)")}, 2),
     "merge-version": ({("merged.md", None, "version is 2, expected 3 (the highest predecessor version + 1)")}, 4),
+    "conflict-front-matter": ({("broken.md", 4, MERGE)}, 0),
+    "conflict-body": ({("broken.md", 14, MERGE)}, 0),  # never accepted (and recalled) as text
+    "conflict-whole-file": ({("broken.md", 1, MERGE)}, 0),  # not "no YAML front matter"
     "first-version": ({("broken.md", None, "version is 2, expected 1 (a memory that supersedes nothing starts at 1)")}, 1),
 }
 

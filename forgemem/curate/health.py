@@ -87,14 +87,18 @@ def check_caches(engine, repair: bool = True, progress=None) -> dict:
 
 def _check_caches(engine, repair: bool, progress) -> dict:
     from forgemem.index import repair as repairs
+    from forgemem.index.cache import StoreIndex
     from forgemem.index.modelcache import check as check_models
 
     model = check_models(engine.workspace.config.embedding_model, repair)
     reexported = any("exported again" in line for line in model["repaired"])
+    # each cache's files as they are, before opening the caches (which repairs some on the way)
+    checked = {scope: repairs.check_store_cache(StoreIndex(store), repair)
+               for scope, store in engine.workspace.stores.items() if store.exists()}
     said = len(repairs.said)
     stores: dict = {}
     for scope, index in engine.indexes().items():
-        files = repairs.check_store_cache(index, repair)
+        files = checked.get(scope) or repairs.check_store_cache(index, repair)
         try:
             index.refresh(engine.embedder)
             found = index.check()

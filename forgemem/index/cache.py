@@ -131,7 +131,7 @@ class StoreIndex:
             ignore.write_text(GITIGNORE)
         for path in (*self.db_files(), self.lock_path):
             clear_way(path)  # a folder (or a link) where SQLite or the lock wants a file
-        if not self.db_path.exists():
+        if not self.db_path.is_file() or self.db_path.stat().st_size == 0:
             self._faiss.delete_files()  # a new database: a vector index of an older one would not match
         for attempt in range(2):
             try:
@@ -203,10 +203,25 @@ class StoreIndex:
 
     def memories(self) -> list[tuple[int, Memory]]:
         base = self.store.memory_dir
-        return [
-            (rowid, from_record(record, base / path))
-            for rowid, path, record in self.db.execute("SELECT rowid, path, record FROM memories ORDER BY path")
-        ]
+
+        def read() -> list[tuple[int, Memory]]:
+            return [(rowid, from_record(record, base / path))
+                    for rowid, path, record in self.db.execute("SELECT rowid, path, record FROM memories ORDER BY path")]
+
+        return self._rebuilt_if_corrupt(read)
+
+    def _rebuilt_if_corrupt(self, read):
+        """`read()`, or, when the database turns out corrupt only now (a damaged page past those a refresh
+        reads), the same after rebuilding it (without vectors: the next refresh with an embedder adds them)."""
+        try:
+            return read()
+        except sqlite3.DatabaseError as exc:
+            if self.in_memory:
+                raise
+            say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
+            self.destroy()
+            update(self.db, self.store, self._lock, None, None, None)
+            return read()
 
     def changes_since(self, generation: int) -> tuple[list[tuple[int, Memory]], set[int]]:
         """Rows written after `generation` (to add or replace) and rows deleted since."""
@@ -222,13 +237,13 @@ class StoreIndex:
 
     def problems(self) -> list[Problem]:
         base = self.store.memory_dir
-        found = []
-        for path, problems in self.db.execute(
-            "SELECT path, problems FROM files WHERE problems IS NOT NULL ORDER BY path"
-        ):
-            for p in json.loads(problems):
-                found.append(Problem(base / path, p["reason"], p["line"], p["id"]))
-        return found
+
+        def read() -> list[Problem]:
+            rows = self.db.execute("SELECT path, problems FROM files WHERE problems IS NOT NULL ORDER BY path")
+            return [Problem(base / path, p["reason"], p["line"], p["id"]) for path, problems in rows
+                    for p in json.loads(problems)]
+
+        return self._rebuilt_if_corrupt(read)
 
     def vectors_for(self, memories: list[Memory]) -> dict[str, bytes]:
         """Stored vectors of these memories' texts, by memory id (missing ones left out)."""

@@ -168,6 +168,7 @@ class FileRead:
     problems: list[Problem]
 
 
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
 #: `FileRead.sha256` of an entry that could not be read (then ": " and the reason)
 UNREADABLE = "unreadable"
 
@@ -188,7 +189,8 @@ def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead 
                 reads.append(None)  # gone since it was listed
                 continue
         if why is None and not stat.S_ISREG(st.st_mode):
-            why = "a folder, not a memory file" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            why = "a folder, not a memory file" if stat.S_ISDIR(st.st_mode) else (
+                f"not a regular file ({_KINDS.get(stat.S_IFMT(st.st_mode), 'a special file')}), so it is never read")
         data = None
         if why is None and st.st_size <= MAX_FILE_BYTES:
             try:

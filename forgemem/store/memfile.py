@@ -56,8 +56,8 @@ class MemoryFileError(ForgememError):
 #: A git conflict marker: seven (or more) '<', '>' or '|' at the start of a line, then a space and a
 #: label, or nothing. (`=======` alone is also markdown's setext underline: it is never taken for one.)
 _CONFLICT_MARKER = re.compile(r"^(?:<{7,}|>{7,}|\|{7,})(?:[ \t][^\n]*)?\r?$", re.MULTILINE)
-MERGE_FIX = ("keep one side of each conflict (or combine them) and delete the marker lines, or let git merge "
-             "memory files itself: `forgemem install git` installs forgemem's merge driver")
+MERGE_FIX = ("keep one side of each conflict, or combine them, and delete the marker lines; or install the merge "
+             "driver, which merges memory files itself: `forgemem install git`")
 #: An `id:` line, found in the raw text of a file that does not parse
 _ID_LINE = re.compile(
     r"^id:[ \t]*[\"']?(mem_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f-])", re.MULTILINE
@@ -142,8 +142,7 @@ def parse_text(text: str, path: Path | None = None) -> Memory:
     if marker is not None:  # before anything else: the front matter may not even start with '---' now
         line, shown = marker
         raise MemoryFileError(
-            [Problem(path, f"unfinished git merge: conflict markers from this line ({shown[:40]!r}); {MERGE_FIX}",
-                     line)]
+            [Problem(path, f"unfinished git merge (conflict marker {shown[:40]!r}): {MERGE_FIX}", line)]
         )
     if not _HANDLER.detect(text):
         raise MemoryFileError(
