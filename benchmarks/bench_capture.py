@@ -298,6 +298,7 @@ SETS = (
     ("v1 held-out", "capture_cases_heldout.yaml", "v1's held-out; v2 never tuned on it"),
     ("v2 held-out", "capture_v2_heldout.yaml", "written before v2 first ran on it; first measured P 0.667 / R 0.625;"
      " one scope fix since came from reading its misses"),
+    ("v2 dev 2", "capture_v2_dev2.yaml", "development: written like held-out 2 by another writer, read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
 )
