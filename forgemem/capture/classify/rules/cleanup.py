@@ -76,9 +76,9 @@ _FOREIGN_WORDS = {
     "de": set("ich wir und nicht das die der ist bei uns mit auf für immer nie keine kein bitte wird werden "
               "sind auch nur oder aber den dem ein eine zu sie es mir mich mein unser".split()),
     "es": set("el los las que por para con usamos siempre nunca y una un mi nuestro nuestra yo somos está "
-              "están del al lo le se pero también prefiero soy tengo favor".split()),
+              "están del al lo le se pero también prefiero soy tengo favor me gusta quiero de la en es".split()),
     "fr": set("le les des est et pas pour avec je nous toujours jamais une du au mon notre sont ce cette "
-              "qui que il elle on mais aussi suis préfère jamais".split()),
+              "qui que il elle on mais aussi suis préfère jamais ne me de la sur dans un faut veux".split()),
 }
 _FOREIGN_FILLER = re.compile(
     r"^(?:(?:also|ähm|äh|ach ja|übrigens|na ja|naja|ok|okay|ja|bueno|pues|oye|vale|mira|o sea|bon|alors|"
