@@ -47,6 +47,7 @@ class State:
             self._workspace = Workspace.open(cwd=self.cwd, repo_dir=self.repo_dir, user_dir=self.user_dir)
             for message in self._workspace.warnings:
                 warn(message)
+            self._workspace.on_notice = warn  # what a write cleaned up or found already written
         return self._workspace
 
     def where(self) -> Path:
