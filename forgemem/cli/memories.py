@@ -100,7 +100,8 @@ def add(
     """Write a new memory file and print its id and path."""
     if text == "-":
         text = sys.stdin.read()
-    memory, redacted = state.workspace().add(
+    ws = state.workspace()
+    memory, redacted = ws.add(
         text,
         scope=scope,
         category=category,
@@ -112,7 +113,7 @@ def add(
     if redacted:
         warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")
     if as_json:
-        emit_json(added_json(memory, redacted))
+        emit_json(added_json(memory, redacted, existing=memory.id in ws.reused))
     else:
         print(f"{memory.id}\t{memory.path}")
 
@@ -320,6 +321,12 @@ def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
                 raise ForgememError("the edit does not validate; the memory file is unchanged") from None
     if edited.body != memory.body:
         edited.updated_at = utc_now()
-    state.workspace().replace(edited)
+    try:
+        state.workspace().replace(edited)
+    except ForgememError as exc:  # the file moved on meanwhile: keep the edit where the user can get it back
+        fd, kept = tempfile.mkstemp(prefix="forgemem-edit-", suffix=".md")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        raise ForgememError(f"{exc}; your edit is kept in {kept}") from None
     out.print(f"saved {memory.path}")
 
