@@ -85,6 +85,13 @@ class OfflineClassifier:
             if category == "corrections" and not (agent and _REACTS.search(unit)):
                 # a correction reacts to what the agent just did; said unprompted it is a rule of another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c != "corrections"])
+            odds = dict(decision.categories)
+            if (agent and category in ("project-conventions", "coding-preferences") and _REACTION.match(unit)
+                    and (_AT_THE_WORK.search(unit)
+                         or odds.get("corrections", 0.0) >= odds.get(category, 0.0) - CORRECTION_MARGIN)):
+                # a rule said in reaction to what the agent just did ("don't use --no-git in those tests")
+                # is a correction: when it points at that work, or when the heads hesitate between the two
+                category = "corrections"
             if category == "user-facts" and not _PERSONAL.search(unit):
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
@@ -125,6 +132,14 @@ _REACTS = re.compile(
     r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not|incorrect)|that is|don't|do not|stop|"
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put)\b|\bwhy did you\b|\bdon't\b|\bnever\b", re.I)
+#: how a reaction to the agent's work opens
+_REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
+                       re.I)
+CORRECTION_MARGIN = 0.15
+#: pointing at the work the agent just did
+_AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
+                          r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
+                          r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
 #: a fact about the person is said in the first person
 _PERSONAL = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|ich|mein|meine|soy|mi|je|mon|ma)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
