@@ -9,7 +9,8 @@ prompt with the documented JSON on stdin (20 development prompts, 5 chatter
 prompts, each 3 times). Printed: process time p50/p95, how many prompts got a
 block, injected tokens per prompt (counted with forgemem's tokenizer) against
 the budget, beside `python -c pass`, `forgemem --version` and `forgemem recall`
-(warm) in the same run.
+(warm) in the same run, and `forgemem recall` again while 5 clients hold
+connections to the server without finishing a request (stalled clients).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -55,6 +57,18 @@ def run(command, env, cwd, stdin: str | None = None) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=cwd, input=stdin, capture_output=True, text=True, check=True)
     return time.perf_counter() - started, done.stdout
+
+
+def stall(path: Path, count: int) -> list[socket.socket]:
+    """`count` connections to the server that never finish a request (every other one sends half a line)."""
+    conns = []
+    for n in range(count):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(str(path))
+        if n % 2:
+            conn.sendall(b'{"op": "recall", "vers')
+        conns.append(conn)
+    return conns
 
 
 def bench(n: int, base: Path) -> None:
@@ -97,6 +111,14 @@ def bench(n: int, base: Path) -> None:
             else:
                 with_block += 1
     recall_times = [run([*forgemem, "recall", "--json", p], env, project)[0] for p in PROMPTS[:10]]
+    stalled_times = []
+    for prompt in PROMPTS[:10]:  # 5 fresh stalled connections before each recall (the server drops them after 2 s)
+        stalled = stall(Path(env["FORGEMEM_SERVER_SOCKET"]), 5)
+        try:
+            stalled_times.append(run([*forgemem, "recall", "--json", prompt], env, project)[0])
+        finally:
+            for conn in stalled:
+                conn.close()
     version_times = [run([*forgemem, "--version"], env, project)[0] for _ in range(10)]
     python_times = [run([sys.executable, "-c", "pass"], env, project)[0] for _ in range(10)]
     subprocess.run([*forgemem, "serve", "--stop"], env=env, capture_output=True)
@@ -106,6 +128,7 @@ def bench(n: int, base: Path) -> None:
 
     row("hook claude-code (warm)", hook_times)
     row("forgemem recall (warm)", recall_times)
+    row("  ... with 5 stalled clients", stalled_times)
     row("forgemem --version", version_times)
     row("python -c pass", python_times)
     print(f"blocks injected: {with_block} of {len(PROMPTS)} development prompts, {chatter_blocks} of "

@@ -13,7 +13,7 @@ For every durable row of ../shared/eval/capture/utterances.jsonl the corpus give
 Two figures per system: token F1 (SQuAD-style: lower case, punctuation and articles
 removed, bag of word tokens) and the cosine similarity of the all-MiniLM-L6-v2
 vectors. Rows are split by `capture_corpus.split` (fixed 80/20 by id hash):
-TRAIN is what rules.py was developed on, TEST is the figure to report. Fifteen
+TRAIN is what the rules package was developed on, TEST is the figure to report. Fifteen
 TEST rows are printed as examples (text → new → gold).
 
 `--dev` prints every TRAIN row with its F1 (never TEST rows) for development.
@@ -188,7 +188,7 @@ def examples(rows: list[dict], count: int = 15) -> None:
 
 
 def dev(rows: list[dict]) -> None:
-    """Every TRAIN row, worst first: for developing rules.py (never run on TEST)."""
+    """Every TRAIN row, worst first: for developing the rules package (never run on TEST)."""
     scored = []
     for row in rows:
         out = new(row)

@@ -21,7 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "eval" / "capture"
-EXTRA = ROOT / "tests" / "fixtures" / "capture_extra.jsonl"
+#: this project's own training rows: capture_extra.jsonl (languages, real-style follow-ups, confirmations),
+#: capture_extra2.jsonl (320 rows written like real sessions: every row with the agent's turn before it,
+#: hard decoys, the category boundaries, run-on turns)
+EXTRAS = (ROOT / "tests" / "fixtures" / "capture_extra.jsonl", ROOT / "tests" / "fixtures" / "capture_extra2.jsonl")
 TRAIN, TEST = "train", "test"
 
 
@@ -36,8 +39,9 @@ def _jsonl(path: Path) -> list[dict]:
 def utterances(extra: bool = True) -> list[dict]:
     """The corpus's utterances, plus this project's own extra training rows (marked `extra: true`)."""
     rows = _jsonl(CORPUS / "utterances.jsonl")
-    if extra and EXTRA.is_file():
-        rows += [{**row, "extra": True} for row in _jsonl(EXTRA)]
+    for path in EXTRAS if extra else ():
+        if path.is_file():
+            rows += [{**row, "extra": True} for row in _jsonl(path)]
     return rows
 
 

@@ -41,6 +41,9 @@ from forgemem.capture.classify.units import units  # noqa: E402
 
 #: non-durable rows count this much more: real sessions are mostly tasks and chatter
 NEGATIVE_WEIGHT = 2.0
+#: precision counts this much more than recall when the threshold is chosen (F-beta): a wrong memory is
+#: injected into every later prompt, a missed one is only missed
+BETA = 0.5
 L2_CHOICES = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 MIX_CHOICES = (0.0, 0.25, 0.5, 0.75, 1.0)  # weight of the dense heads' probability against the patterns'
 THRESHOLDS = np.round(np.arange(0.30, 0.91, 0.02), 2)
@@ -143,10 +146,10 @@ def cross_validated(x: np.ndarray, y: np.ndarray, weight: np.ndarray, folds: np.
             mean, scale = standardise(x[inside])
             w, b = fit_binary((x[inside] - mean) / scale, y[inside], weight[inside], l2)
             scores[out] = predict((x[out] - mean) / scale, w, b)
-        f = max(f_beta(y, (scores >= at).astype(int), beta=0.7) for at in THRESHOLDS)
+        f = max(f_beta(y, (scores >= at).astype(int), beta=BETA) for at in THRESHOLDS)
         if best is None or f > best[0] + 1e-9:
             best = (f, l2, scores)
-    log(f"  {kind}: L2 {best[1]} (cross-validated best F0.7 {best[0]:.3f} on TRAIN folds)")
+    log(f"  {kind}: L2 {best[1]} (cross-validated best F{BETA} {best[0]:.3f} on TRAIN folds)")
     return best[1], best[2]
 
 
@@ -211,14 +214,14 @@ def build(log=print) -> bytes:
     for mix in MIX_CHOICES:
         mixed = mix * scores["dense"] + (1 - mix) * scores["patterns"]
         for at in THRESHOLDS:
-            f = f_beta(y, (mixed >= at).astype(int), beta=0.7)
+            f = f_beta(y, (mixed >= at).astype(int), beta=BETA)
             if best is None or f > best[0] + 1e-9:
                 best = (f, mix, float(at), f_beta(y, (mixed >= at).astype(int)))
-    log(f"  with a model: mix {best[1]} dense, threshold {best[2]:.2f} (F0.7 {best[0]:.3f}, F1 {best[3]:.3f})")
+    log(f"  with a model: mix {best[1]} dense, threshold {best[2]:.2f} (F{BETA} {best[0]:.3f}, F1 {best[3]:.3f})")
     arrays["dense_mix"] = np.float32(best[1])
     arrays["dense_durable_at"] = np.float32(best[2])
-    best = max((f_beta(y, (scores["patterns"] >= at).astype(int), beta=0.7), float(at)) for at in THRESHOLDS)
-    log(f"  patterns only: threshold {best[1]:.2f} (F0.7 {best[0]:.3f})")
+    best = max((f_beta(y, (scores["patterns"] >= at).astype(int), beta=BETA), float(at)) for at in THRESHOLDS)
+    log(f"  patterns only: threshold {best[1]:.2f} (F{BETA} {best[0]:.3f})")
     arrays["patterns_durable_at"] = np.float32(best[1])
     return npz_bytes(arrays)
 

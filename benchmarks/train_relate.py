@@ -1,6 +1,6 @@
-"""Fit the relation model of forgemem/classify/relate.py and write relate_weights.json.
+"""Fit the relation model of forgemem/capture/classify/relate.py and write relate_weights.json.
 
-    .venv/bin/python benchmarks/train_relate.py          # writes forgemem/classify/relate_weights.json
+    .venv/bin/python benchmarks/train_relate.py          # writes forgemem/capture/classify/relate_weights.json
     .venv/bin/python benchmarks/train_relate.py --check  # fits again and compares with the shipped file
 
 Training data (TRAIN split only, `capture_corpus.split`):

@@ -15,6 +15,7 @@ it is owned by this user and not writable by other users (`safe_folder`).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -107,12 +108,16 @@ def safe_folder(path: Path) -> bool:
 def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
     """Write a file so that a crash leaves the old or the new text, never half of one.
 
+    When it returns, the text is on disk: the file is synced, then renamed over
+    `path`, then its folder is synced (and the parent of every folder it had to
+    create), so a power cut after it cannot lose the file.
+
     The mode: 0600 with `private` (caches, records); otherwise an existing
     file keeps its own, and a new one gets what the umask gives (0644 with
     022), so teammates on a shared checkout can read memory files.
     """
     data = text.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    created = make_dirs(path.parent)
     if private:
         mode = PRIVATE_FILE
     else:
@@ -134,11 +139,47 @@ def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
         except FileNotFoundError:
             pass
         raise
+    sync_dir(path.parent)
+    for folder in created:
+        sync_dir(folder.parent)
+
+
+def make_dirs(folder: Path) -> list[Path]:
+    """Create `folder` and its missing parents (as `mkdir -p`); the folders created, outermost first."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    created = []
+    for each in reversed(missing):
+        try:
+            each.mkdir()
+        except FileExistsError:
+            if not each.is_dir():
+                raise
+            continue
+        created.append(each)
+    return created
+
+
+def sync_dir(folder: Path) -> None:
+    """Make a folder's entries durable (a new or renamed file in it); a system that cannot is left alone."""
     try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        dir_fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return
     try:
         os.fsync(dir_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # folders that cannot be synced; a failing disk raises
+            raise
     finally:
         os.close(dir_fd)
+
+
+def remove_durably(path: Path) -> None:
+    """Delete a file and sync its folder, so the deletion survives a crash."""
+    path.unlink()
+    sync_dir(path.parent)

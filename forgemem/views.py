@@ -16,8 +16,10 @@ def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:
     return data
 
 
-def added_json(memory: Memory, redacted: list[str]) -> dict[str, Any]:
-    return {"id": memory.id, "path": str(memory.path), "version": memory.version, "redacted": redacted}
+def added_json(memory: Memory, redacted: list[str], existing: bool = False) -> dict[str, Any]:
+    """What `add` wrote; `existing`: the same memory had just been written, and nothing new was."""
+    return {"id": memory.id, "path": str(memory.path), "version": memory.version, "redacted": redacted,
+            "existing": existing}
 
 
 def linked_json(memory: Memory, relationship: str, other: Memory) -> dict[str, Any]:

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forgemem.config import FORGE_DIR, MEMORY_DIR, Config, default_config_text, load_layers
+from forgemem.config import FORGE_DIR, MEMORY_DIR, Config, load_layers
 from forgemem.errors import ForgememError, Problem, UsageError, require_choice
-from forgemem.store.folder import (
-    GITIGNORE_TEXT,
+from forgemem.store.folder import (  # noqa: F401 - init_forge_dir, default_forge_dir: used from here
     Store,
+    default_forge_dir,
     find_repo_memory_dir,
     find_repo_root,
+    init_forge_dir,
     user_memory_dir,
 )
 from forgemem.store.model import (
@@ -35,8 +37,7 @@ from forgemem.store.model import (
     Memory,
     Relation,
     Source,
-    new_id,
-    normalize_body,
+    format_timestamp,
     utc_now,
 )
 
@@ -102,7 +103,7 @@ class Snapshot:
                 line = f"line {reasons[0].line}: " if reasons and reasons[0].line else ""
                 more = f", and {len(reasons) - 1} more problem(s)" if len(reasons) > 1 else ""
                 raise UsageError(f"{ref!r} is the memory in {path}, which could not be read ({line}{why}{more}); "
-                                    "fix the file, then `forgemem validate` checks it")
+                                 "fix the file, then `forgemem validate` checks it")
 
     def pointing_at(self, memory_id: str) -> list[Memory]:
         """The memories that supersede or are related to `memory_id` (they would dangle without it)."""
@@ -133,6 +134,11 @@ class Workspace:
         self.warnings: list[str] = []
         self.pending_repo: Path | None = None  # a repo store not created yet (see `open`)
         self.created: list[Path] = []  # stores this workspace created
+        #: where writes report what they cleaned up or reused (the CLI: stderr); None: into `warnings`
+        self.on_notice: Callable[[str], None] | None = None
+        self.reused: list[str] = []  # ids `add` returned instead of writing the same memory again
+        self._read: dict[str, tuple] = {}  # id -> its fingerprint when last loaded (a rewrite checks it)
+        self._writing = 0
         self._indexes: dict[str, StoreIndex] | None = None
         self._usage: dict[str, Usage] | None = None
         if config is None:
@@ -266,6 +272,9 @@ class Workspace:
                     memories.append(memfile.read_file(path))
                 except memfile.MemoryFileError as exc:
                     problems.extend(exc.problems)
+        from forgemem.store.writing import fingerprint
+
+        self._read.update((m.id, fingerprint(m)) for m in memories)
         return self.assemble(memories, problems)
 
     @staticmethod
@@ -306,6 +315,47 @@ class Workspace:
 
     # ------------------------------------------------------------ writing
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the write lock of every store (re-entrant): a read-check-write inside sees no other writer.
+
+        On the way in, temporary files a killed write left in the stores are removed (and reported).
+        """
+        from forgemem.store.writing import clean_temp_files, locked
+
+        with locked(self.stores.values()):
+            if not self._writing:
+                for store in self.stores.values():
+                    removed = clean_temp_files(store) if store.exists() else []
+                    if removed:
+                        names = ", ".join(str(p.relative_to(store.memory_dir)) for p in removed[:5])
+                        self._notice(f"removed {len(removed)} unfinished write(s) an interrupted forgemem left in "
+                                     f"{store.memory_dir}: {names}{' …' if len(removed) > 5 else ''}")
+            self._writing += 1
+            try:
+                yield
+            finally:
+                self._writing -= 1
+
+    def _notice(self, message: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(message)
+        else:
+            self.warnings.append(message)
+
+    def _check_unchanged(self, memory: Memory) -> None:
+        """Refuse to write over a memory file that changed since this workspace read it."""
+        from forgemem.store import memfile
+        from forgemem.store.writing import fingerprint
+
+        if memory.path is None:
+            raise ForgememError(f"{memory.id} has no file")
+        current = memfile.read_file(memory.path)  # a file that no longer parses is someone's edit: never touched
+        read = self._read.get(memory.id)
+        if current.id == memory.id and read is not None and fingerprint(current) != read:
+            raise ForgememError(f"{memory.id} was changed by another process since it was read ({memory.path}); "
+                                "nothing was written: run the command again")
+
     def add(
         self,
         text: str,
@@ -327,21 +377,32 @@ class Workspace:
         With `supersedes`, the new memory is the next version of those
         memories (version = highest predecessor's + 1); the old files are
         never touched. Scope and category default to the predecessor's.
+
+        It runs under the stores' write lock (`writing`), on a fresh read: of
+        parallel writers that supersede the same memory, one succeeds and the
+        others are refused. The same write retried within ten minutes (same
+        text, scope, category, tags, predecessors, edges) returns the memory
+        already written (its id is added to `reused`) instead of a duplicate.
+        The file is on disk (synced) when this returns.
         """
+        with self.writing():
+            return self._add(text, scope, category, tags, supersedes, related, trigger, session_id, confidence,
+                             source, status, snapshot)
+
+    def _add(self, text, scope, category, tags, supersedes, related, trigger, session_id, confidence, source,
+             status, snapshot) -> tuple[Memory, list[str]]:
         from forgemem.store import memfile
-        from forgemem.store.redact import redact, redact_value
+        from forgemem.store.writing import compose, recent_twin
 
         supersedes, related = list(supersedes), list(related)
         # the stores are read only when there is something to resolve: a plain add writes one file
-        snap = snapshot or (self.load() if supersedes or related else None)
+        snap = self.load() if supersedes or related else None
         old = [snap.resolve(ref) for ref in supersedes] if snap is not None else []
         for memory in old:
-            assert snap is not None
-            if not snap.graph.is_head(memory.id):
-                newer = ", ".join(snap.graph.superseded_by[memory.id])
-                raise UsageError(
-                    f"{memory.id} is already superseded by {newer}; supersede the newest version"
-                )
+            given = snapshot.graph.memories.get(memory.id) if snapshot is not None else None
+            if given is not None and (given.body, given.version) != (memory.body, memory.version):
+                raise ForgememError(f"{memory.id} was changed by another process since it was read "
+                                    f"({memory.path}); nothing was written: run the command again")
         if old:
             scope = scope or old[0].scope
             category = category or old[0].category
@@ -356,72 +417,65 @@ class Workspace:
             assert snap is not None
             relations.append(Relation(snap.resolve(ref).id, relationship))
         store = self.store(scope)
-        text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates in a file
-        body, found = redact(normalize_body(text))
-        if not body:
-            raise UsageError("the memory text is empty")
-        now = utc_now()
-        extra: dict = {}
-        tag_list = [t.strip() for t in tags if t.strip()]
-        if tag_list:
-            extra["tags"] = tag_list
-        if confidence is not None:
-            if not 0 <= confidence <= 1:
-                raise UsageError(f"confidence must be from 0 to 1, not {confidence}")
-            extra["confidence"] = confidence
-        if source is not None:  # a Source, or a front-matter value (a string or a mapping) written as given
-            value, source_found = redact_value(source.front_matter() if isinstance(source, Source) else source)
-            found = found + source_found
-            extra["source"] = value
-        if status is not None:
-            extra["status"] = status
-        memory = Memory(
-            id=new_id(),
-            body=body,
-            scope=scope,
-            category=category,
-            created_at=now,
-            updated_at=now,
-            version=max((m.version for m in old), default=0) + 1,
-            supersedes=tuple(m.id for m in old),
-            related=tuple(relations),
-            session_id=session_id,
-            trigger=trigger,
-            extra=extra,
-        )
+        memory, found = compose(text, scope=scope, category=category, tags=tags, old=old, related=relations,
+                                trigger=trigger, session_id=session_id, confidence=confidence, source=source,
+                                status=status)
+        name = memfile.file_name(memory)
+        twin = recent_twin(store, memory, store.memory_dir / category, name[: -len(f"{memory.short_id()}.md")])
+        if twin is not None:
+            self.reused.append(twin.id)
+            self._notice(f"the same memory was added at {format_timestamp(twin.created_at)} as {twin.id}: "
+                         "nothing new was written")
+            return twin, found
+        for memory_ in old:
+            assert snap is not None
+            if not snap.graph.is_head(memory_.id):
+                newer = ", ".join(snap.graph.superseded_by[memory_.id])
+                raise UsageError(f"{memory_.id} is already superseded by {newer}; nothing was written "
+                                 "(supersede the newest version)")
         if scope == "repo" and self.pending_repo is not None and not store.exists():
             init_forge_dir(self.pending_repo.parent)  # with the .gitignore that keeps its cache out of git
             self.created.append(self.pending_repo)
-        memfile.write_new(memory, store.memory_dir / category / memfile.file_name(memory))
+        memfile.write_new(memory, store.memory_dir / category / name)
         return memory, found
 
     def replace(self, memory: Memory) -> Path:
         """Write a changed memory over its own file (validated first; a file that does not parse is never
         overwritten: it is someone's unfinished edit)."""
         from forgemem.store import memfile
+        from forgemem.store.writing import fingerprint
 
-        return memfile.rewrite(memory)
+        with self.writing():
+            self._check_unchanged(memory)
+            path = memfile.rewrite(memory)
+            self._read[memory.id] = fingerprint(memory)
+            return path
 
     def remove(self, memory: Memory) -> None:
         """Delete a memory's file (a purge, a rejected proposal): git keeps what was committed."""
-        if memory.path is None:
-            raise ForgememError(f"{memory.id} has no file")
-        memory.path.unlink()
+        from forgemem.permissions import remove_durably
+
+        with self.writing():
+            self._check_unchanged(memory)
+            assert memory.path is not None
+            remove_durably(memory.path)
+            self._read.pop(memory.id, None)
 
     def link(self, source_ref: str, target_ref: str, relationship: str) -> tuple[Memory, Memory]:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
 
         require_choice("relationship", relationship, RELATIONSHIPS)
-        snap = self.load()
-        source, target = snap.resolve(source_ref), snap.resolve(target_ref)
-        if source.id == target.id:
-            raise UsageError("a memory cannot be linked to itself")
-        relation = Relation(target.id, relationship)
-        if relation not in source.related:
-            source.related = source.related + (relation,)
-            source.updated_at = utc_now()
-            self.replace(source)
-        return source, target
+        with self.writing():  # read, check and rewrite with no other writer in between: no edge is lost
+            snap = self.load()
+            source, target = snap.resolve(source_ref), snap.resolve(target_ref)
+            if source.id == target.id:
+                raise UsageError("a memory cannot be linked to itself")
+            relation = Relation(target.id, relationship)
+            if relation not in source.related:
+                source.related = source.related + (relation,)
+                source.updated_at = utc_now()
+                self.replace(source)
+            return source, target
 
     def forget(self, ref: str, reason: str = "", purge: bool = False) -> tuple[Memory, list[Memory]]:
         """Retract a memory with a new version (or delete its file with `purge`).
@@ -429,6 +483,10 @@ class Workspace:
         Returns the retracting memory (or the purged one) and the memories
         that still point at a purged id.
         """
+        with self.writing():
+            return self._forget(ref, reason, purge)
+
+    def _forget(self, ref: str, reason: str, purge: bool) -> tuple[Memory, list[Memory]]:
         snap = self.load()
         memory = snap.resolve(ref)
         if purge:
@@ -451,30 +509,6 @@ class Workspace:
             snapshot=snap,
         )
         return retraction, []
-
-
-def init_forge_dir(forge_dir: Path) -> list[Path]:
-    """Create `memory/`, `config.yaml` and `.gitignore` in a `.forge` folder; idempotent."""
-    created = []
-    memory_dir = forge_dir / MEMORY_DIR
-    if not memory_dir.is_dir():
-        memory_dir.mkdir(parents=True)
-        created.append(memory_dir)
-    keep = memory_dir / ".gitkeep"  # git keeps no empty folder: without it a checkout could drop the store
-    if not keep.exists() and not any(memory_dir.iterdir()):
-        keep.write_text("", encoding="utf-8")
-        created.append(keep)
-    for name, text in (("config.yaml", default_config_text()), (".gitignore", GITIGNORE_TEXT)):
-        path = forge_dir / name
-        if not path.exists():
-            path.write_text(text, encoding="utf-8")
-            created.append(path)
-    return created
-
-
-def default_forge_dir(cwd: Path) -> Path:
-    """Where `forgemem init` puts `.forge/`: the git root, else the current folder."""
-    return (find_repo_root(cwd) or cwd.resolve()) / FORGE_DIR
 
 
 def _memory_files(path: Path) -> list[Path]:

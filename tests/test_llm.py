@@ -174,7 +174,8 @@ def test_a_slow_server_times_out_and_the_offline_classifier_decides(server, tmp_
     assert time.monotonic() - started < 1 * (llm.RETRIES + 1) + 2  # bounded by timeout × attempts
     assert len(server.requests) == llm.RETRIES + 1
     assert result.classifier == "offline" and "timed out" in result.notes[0]
-    assert [m.category for m in result.written] == ["coding-preferences"]
+    [memory] = result.written  # the offline classifier's decision (its category is its own business here)
+    assert "print statements" in memory.body
 
 
 def test_unreachable_model_falls_back(tmp_path, real_embedder):

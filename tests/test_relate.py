@@ -1,4 +1,4 @@
-"""The trained relation decision (forgemem/classify/relate.py): a change of mind is a
+"""The trained relation decision (forgemem/capture/classify/relate.py): a change of mind is a
 supersession whatever the words, hard negatives that share words are not, a supersession
 never crosses scopes, and the same rule said again is a duplicate.
 

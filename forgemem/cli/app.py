@@ -52,6 +52,7 @@ class State:
                                              repo_on_first_write=for_capture)
             for message in self._workspace.warnings:
                 warn(message)
+            self._workspace.on_notice = warn  # what a write cleaned up or found already written
         return self._workspace
 
     def where(self) -> Path:

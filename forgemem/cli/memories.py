@@ -113,7 +113,8 @@ def add(
     if text == "-":
         text = sys.stdin.read()
     check_text_size(text)  # before anything is read or written: a file over 1 MiB could not be read back
-    memory, redacted = state.workspace().add(
+    ws = state.workspace()
+    memory, redacted = ws.add(
         text,
         scope=scope,
         category=category,
@@ -125,7 +126,7 @@ def add(
     if redacted:
         warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")
     if as_json:
-        emit_json(added_json(memory, redacted))
+        emit_json(added_json(memory, redacted, existing=memory.id in ws.reused))
     else:
         print(f"{memory.id}\t{memory.path}")
 
@@ -333,6 +334,12 @@ def edit(memory_id: str = typer.Argument(..., metavar="ID")) -> None:
                 raise ForgememError("the edit does not validate; the memory file is unchanged") from None
     if edited.body != memory.body:
         edited.updated_at = utc_now()
-    state.workspace().replace(edited)
+    try:
+        state.workspace().replace(edited)
+    except ForgememError as exc:  # the file moved on meanwhile: keep the edit where the user can get it back
+        fd, kept = tempfile.mkstemp(prefix="forgemem-edit-", suffix=".md")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        raise ForgememError(f"{exc}; your edit is kept in {kept}") from None
     out.print(f"saved {memory.path}")
 

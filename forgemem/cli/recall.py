@@ -280,6 +280,9 @@ def serve(
     idle_timeout: float = typer.Option(900, "--idle-timeout", help="Exit after this many seconds without a request."),
     stop_: bool = typer.Option(False, "--stop", help="Stop the running server."),
     status: bool = typer.Option(False, "--status", help="Say whether a server is running."),
+    read_timeout: float = typer.Option(
+        2.0, "--read-timeout", min=0.1, max=3600, help="Close a connection whose request line is not in after this many seconds."
+    ),
 ) -> None:
     """Run the recall server (recall starts one by itself; FORGEMEM_SERVER=off turns that off)."""
     from forgemem.config import server_socket_path
@@ -293,7 +296,7 @@ def serve(
         running = answer is not None
         out.print(f"recall server {'running' if running else 'not running'} at {server_socket_path()}")
         raise typer.Exit(0 if running else EXIT_PROBLEMS)
-    server.serve(idle_timeout=idle_timeout)
+    server.serve(idle_timeout=idle_timeout, read_timeout=read_timeout)
 
 
 @app.command()

@@ -33,7 +33,7 @@ from pathlib import Path
 from forgemem.config import FORGE_DIR, MEMORY_DIR
 from forgemem.errors import Problem, UsageError
 from forgemem.git.run import GIT, git, git_argv  # noqa: F401 - the way forgemem runs git (curate uses it too)
-from forgemem.store.model import PROPOSED, Memory, short, short_ids
+from forgemem.store.model import PROPOSED, Memory, one_line, short, short_ids
 
 WORKTREE, INDEX = "worktree", "index"
 
@@ -314,8 +314,7 @@ def word_diff_markdown(old: str, new: str) -> str:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return one_line(text, limit)
 
 
 def _provenance_lines(memory: Memory) -> list[str]:
@@ -330,12 +329,12 @@ def _provenance(memory: Memory, status: bool = True) -> str:
         bits.append(f"captured on {memory.trigger}")
     elif memory.trigger == "import":
         bits.append("imported")
-    source = memory.extra.get("source")
-    if isinstance(source, dict):
-        where = Path(str(source.get("transcript", ""))).name
-        if source.get("lines"):
-            where += f":{source['lines']}"
-        quote = f" “{_one_line(str(source['quote']), 120)}”" if source.get("quote") else ""
+    source = memory.source
+    origin = source and (source.transcript or source.other.get("file"))
+    if source is not None and origin:
+        # in a pull request the file's name is enough (a transcript's folder is someone's home)
+        where = Path(str(origin)).name + (f":{source.lines}" if source.lines else "")
+        quote = f" “{_one_line(source.quote, 120)}”" if source.quote else ""
         bits.append(f"from {where}{quote}")
     if status and memory.status == PROPOSED:
         bits.append("**proposed**: `forgemem review --accept` or `--reject`")

@@ -41,7 +41,8 @@ MAX_QUERIES = 100
 MAX_K = 1000
 MAX_HOPS = 5
 MAX_BUDGET = 100_000
-MAX_CONNECTIONS = 32  # requests being read or answered at once; more are closed at once
+MAX_CONNECTIONS = 256  # connections whose request line is still arriving; past it the oldest is closed
+BACKLOG = 128  # connections the kernel queues before the server accepts them
 POLL = 0.5  # how often the accept loop looks at the clock and the stop flag
 socket_path = server_socket_path
 

@@ -36,9 +36,15 @@ Trust, both ways (the answer ends up in an agent's context):
   (types, ranges, sizes) before using it, and serves only stores that are
   memory folders of the requesting user (`store_problem`, which the client
   applies too, so it never asks for what would be refused);
-- each connection is read on its own thread with a short timeout, so a client
-  that connects and says nothing delays nobody; requests are answered one at a
-  time under a lock (the engines are not thread-safe).
+- one event loop (asyncio) reads every connection, each with its own short
+  deadline for its request line (`--read-timeout`, 2 s), so a client that
+  connects and says nothing, trickles a byte a second, or never reads its
+  answer delays nobody; past `MAX_CONNECTIONS` connections still sending, the
+  oldest is closed. Requests are answered one at a time on one worker thread
+  (the engines are not thread-safe), never while a client is still talking.
+
+A second `forgemem serve` for the same socket exits with code 1 and says which
+server (pid) already serves it.
 """
 
 from __future__ import annotations
@@ -48,25 +54,24 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
 from forgemem import __version__
 from forgemem.config import server_socket_path
+from forgemem.errors import ForgememError
 from forgemem.recall.protocol import (
     ANSWER_TIMEOUT,
+    BACKLOG,
     IDLE_TIMEOUT,
     MAX_CONNECTIONS,
     MAX_REQUEST_BYTES,
     POLL,
     READ_TIMEOUT,
     BadRequest,
-    LineTooLong,
     Request,
     peer_problem,
     prepare_folder,
-    read_line,
     say_once,
 )
 
@@ -158,8 +163,15 @@ def _log(message: str) -> None:
                                   file=sys.stderr, flush=True))
 
 
-def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None) -> None:
-    """Answer requests until idle for `idle_timeout` seconds or asked to stop."""
+class AlreadyServing(ForgememError):
+    """A second `forgemem serve` for a socket another server holds (exit code 1)."""
+
+
+def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None, read_timeout: float = READ_TIMEOUT) -> None:
+    """Answer requests until idle for `idle_timeout` seconds or asked to stop.
+
+    Raises AlreadyServing (naming its pid) when another server holds the socket.
+    """
     path = server_socket_path()
     problem = prepare_folder(path)
     if problem:
@@ -167,117 +179,139 @@ def serve(idle_timeout: float = IDLE_TIMEOUT, ready=None) -> None:
         return
     lock = _single_instance(path)
     if lock is None:
-        return  # another server is starting or running
+        raise AlreadyServing(_holder_message(path))
+    pid_file = path.with_suffix(".pid")
     if os.path.lexists(path):
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
+        from forgemem.permissions import atomic_write_text
+
+        atomic_write_text(pid_file, f"{os.getpid()}\n", private=True)
         listener.bind(str(tmp))  # in a 0700 folder: nobody else can reach it before the chmod
         os.chmod(tmp, 0o600)
-        listener.listen(16)
+        listener.listen(BACKLOG)
         os.replace(tmp, path)  # clients only ever see a socket that is listening
-        server = _Server(listener, idle_timeout)
-        if ready:
-            ready()
-        server.run()
+        import asyncio
+
+        asyncio.run(_Server(listener, idle_timeout, read_timeout).run(ready))
     finally:
         listener.close()
         tmp.unlink(missing_ok=True)
         path.unlink(missing_ok=True)  # ours: the lock keeps other servers out
+        pid_file.unlink(missing_ok=True)
         lock.release()
 
 
 class _Server:
-    """The accept loop (main thread) and one thread per connection; `handle` runs under one lock."""
+    """One event loop reads every connection (each with its own deadline); `handle` runs on one worker thread.
 
-    def __init__(self, listener: socket.socket, idle_timeout: float):
+    A connection costs a file descriptor and a coroutine while its request line
+    arrives, so clients that stall, trickle or flood delay nobody: each is
+    closed when its own `read_timeout` passes, and past `MAX_CONNECTIONS`
+    connections still reading, the oldest of them is closed to make room. The
+    engines are not thread-safe: requests are answered one after another on
+    the worker thread, never while a client is still sending or reading.
+    """
+
+    def __init__(self, listener: socket.socket, idle_timeout: float, read_timeout: float):
         self.listener = listener
         self.idle_timeout = idle_timeout
+        self.read_timeout = read_timeout
         self.engines = Engines(watch=True)
-        self.engine_lock = threading.Lock()
-        self.state_lock = threading.Lock()
         self.active = 0
+        self.reading: dict = {}  # task -> its writer, oldest first: connections whose request is not in yet
         self.last = time.monotonic()
-        self.stopping = threading.Event()
         self.uid = os.getuid()
 
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            with self.state_lock:
-                idle = time.monotonic() - self.last
-                if idle >= self.idle_timeout and self.active == 0:
-                    return
-            self.listener.settimeout(min(POLL, max(0.05, self.idle_timeout - idle)))
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                if self.stopping.is_set():
-                    return
-                time.sleep(0.05)
-                continue
-            problem = peer_problem(conn, self.uid)
-            if problem:
-                _log(f"refused a connection: {problem}")
-                self._refuse(conn, "refused: not this server's user")
-                continue
-            with self.state_lock:
-                self.last = time.monotonic()
-                if self.active >= MAX_CONNECTIONS:
-                    busy = True
-                else:
-                    busy = False
-                    self.active += 1
-            if busy:
-                self._refuse(conn, "busy")
-                continue
-            try:
-                threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
-            except RuntimeError:
-                with self.state_lock:
-                    self.active -= 1
-                conn.close()
+    async def run(self, ready=None) -> None:
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
 
-    @staticmethod
-    def _refuse(conn: socket.socket, error: str) -> None:
-        with conn:
-            try:
-                conn.settimeout(0.1)
-                conn.sendall(json.dumps({"ok": False, "error": error}).encode() + b"\n")
-            except OSError:
-                pass
-
-    def _connection(self, conn: socket.socket) -> None:
+        self.stopping = asyncio.Event()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forgemem-recall")
+        server = await asyncio.start_unix_server(self._connection, sock=self.listener,
+                                                 limit=MAX_REQUEST_BYTES + 1, backlog=BACKLOG)
+        if ready:
+            ready()
         try:
-            with conn:
-                try:
-                    line = read_line(conn, MAX_REQUEST_BYTES, deadline=time.monotonic() + READ_TIMEOUT)
-                except LineTooLong:
-                    reply, after = {"ok": False, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"}, None
-                except OSError:  # silent, slow or gone: nothing to answer
-                    return
-                else:
-                    reply, after = self._respond(line)
-                if reply is None:
+            while not self.stopping.is_set():
+                idle = time.monotonic() - self.last
+                if self.active == 0 and idle >= self.idle_timeout:
                     return
                 try:
-                    conn.settimeout(ANSWER_TIMEOUT)
-                    conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
-                except OSError:
+                    await asyncio.wait_for(self.stopping.wait(), min(POLL, max(0.05, self.idle_timeout - idle)))
+                except TimeoutError:
                     pass
-                if after:
-                    after()
+        finally:
+            server.close()
+            self.worker.shutdown(wait=False, cancel_futures=True)
+
+    async def _connection(self, reader, writer) -> None:
+        import asyncio
+
+        problem = peer_problem(writer.get_extra_info("socket"), self.uid)
+        if problem:
+            _log(f"refused a connection: {problem}")
+            await self._send(writer, {"ok": False, "error": "refused: not this server's user"}, 0.1)
+            writer.transport.abort()
+            return
+        task = asyncio.current_task()
+        self.active += 1
+        self.last = time.monotonic()
+        while len(self.reading) >= MAX_CONNECTIONS:  # the oldest silent connection makes room
+            oldest, oldest_writer = next(iter(self.reading.items()))
+            del self.reading[oldest]
+            oldest_writer.transport.abort()
+            oldest.cancel()
+        self.reading[task] = writer
+        sent = False
+        try:
+            try:
+                line = await asyncio.wait_for(reader.readline(), self.read_timeout)
+            except ValueError:  # over the limit (asyncio's LimitOverrunError)
+                reply, after = {"ok": False, "error": f"request longer than {MAX_REQUEST_BYTES} bytes"}, None
+            except (TimeoutError, OSError):  # silent, slow or gone: nothing to answer
+                return
+            else:
+                reply, after = await self._respond(line.rstrip(b"\n"))
+            finally:
+                self.reading.pop(task, None)
+            if reply is None:
+                return
+            sent = await self._send(writer, reply, ANSWER_TIMEOUT)
+            if after:
+                await after()
+        except asyncio.CancelledError:
+            pass  # made room for a newer connection, or the server is stopping
         except Exception as exc:  # noqa: BLE001 - one connection never takes the server down
             _log(f"connection failed: {type(exc).__name__}: {exc}")
         finally:
-            with self.state_lock:
-                self.active -= 1
-                self.last = time.monotonic()
+            self.reading.pop(task, None)
+            if sent:
+                writer.close()
+            else:
+                writer.transport.abort()  # nothing owed: drop whatever is unsent or unread
+            self.active -= 1
+            self.last = time.monotonic()
 
-    def _respond(self, line: bytes):
+    @staticmethod
+    async def _send(writer, reply: dict, timeout: float) -> bool:
+        """Write one answer line; False when the client did not take it within `timeout`."""
+        import asyncio
+
+        try:
+            writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            await asyncio.wait_for(writer.drain(), timeout)
+        except (TimeoutError, OSError):
+            return False
+        return True
+
+    async def _respond(self, line: bytes):
         """The reply to one request line (None: say nothing), and what to do once it is sent."""
+        import asyncio
+
         if not line.strip():
             return None, None
         try:
@@ -304,30 +338,43 @@ class _Server:
             request = Request.parse(data, strict=True, uid=self.uid)
         except BadRequest as exc:
             return {"ok": False, "error": f"bad request: {exc}"[:2000]}, None
-        with self.engine_lock:
-            try:
-                reply = handle(request, self.engines)
-            except Exception as exc:  # noqa: BLE001 - keep serving; the client reports it
-                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        reply = await asyncio.get_running_loop().run_in_executor(self.worker, self._handle, request)
         reply["served_by"] = os.getpid()
         return reply, self._collect
 
-    def _collect(self) -> None:
+    def _handle(self, request: Request) -> dict:
+        try:
+            return handle(request, self.engines)
+        except Exception as exc:  # noqa: BLE001 - keep serving; the client reports it
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+    async def _collect(self) -> None:
+        import asyncio
+
+        await asyncio.get_running_loop().run_in_executor(self.worker, self._collect_now)
+
+    def _collect_now(self) -> None:
         # After answering, not before: collect the old snapshot now and freeze
         # the new one, so later collections do not walk it mid-request.
-        with self.engine_lock:
-            if self.engines.snapshot_changed:
-                self.engines.snapshot_changed = False
-                gc.unfreeze()
-                gc.collect()
-                gc.freeze()
+        if self.engines.snapshot_changed:
+            self.engines.snapshot_changed = False
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
 
-    def _stop(self) -> None:
+    async def _stop(self) -> None:
         self.stopping.set()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop (Linux)
-        except OSError:
-            pass
+
+
+def _holder_message(path: Path) -> str:
+    """Why a second server does not start: who holds the socket."""
+    try:
+        pid = int(path.with_suffix(".pid").read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        pid = None
+    who = f" (pid {pid})" if pid else ""
+    return (f"another recall server already serves {path}{who}; not starting a second one "
+            "(`forgemem serve --stop` stops it)")
 
 
 def _single_instance(path: Path):

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from forgemem.config import CACHE_DIR, CONFIG_NAME, FORGE_DIR, MEMORY_DIR, forge_home
+from forgemem.config import CACHE_DIR, CONFIG_NAME, FORGE_DIR, MEMORY_DIR, default_config_text, forge_home
 from forgemem.errors import Problem
 from forgemem.store.model import MAX_FILE_BYTES, SUFFIX, Memory
 
@@ -270,3 +270,27 @@ def find_repo_root(start: Path) -> Path | None:
         if (folder / ".git").exists():
             return folder
     return None
+
+
+def init_forge_dir(forge_dir: Path) -> list[Path]:
+    """Create `memory/`, `config.yaml` and `.gitignore` in a `.forge` folder; idempotent."""
+    created = []
+    memory_dir = forge_dir / MEMORY_DIR
+    if not memory_dir.is_dir():
+        memory_dir.mkdir(parents=True)
+        created.append(memory_dir)
+    keep = memory_dir / ".gitkeep"  # git keeps no empty folder: without it a checkout could drop the store
+    if not keep.exists() and not any(memory_dir.iterdir()):
+        keep.write_text("", encoding="utf-8")
+        created.append(keep)
+    for name, text in (("config.yaml", default_config_text()), (".gitignore", GITIGNORE_TEXT)):
+        path = forge_dir / name
+        if not path.exists():
+            path.write_text(text, encoding="utf-8")
+            created.append(path)
+    return created
+
+
+def default_forge_dir(cwd: Path) -> Path:
+    """Where `forgemem init` puts `.forge/`: the git root, else the current folder."""
+    return (find_repo_root(cwd) or cwd.resolve()) / FORGE_DIR

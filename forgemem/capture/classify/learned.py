@@ -212,12 +212,33 @@ _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|re
                 r"\bwe (?:always|never)\b")
 
 
+#: a question: it ends with "?", or opens with a word that asks ("when …" opens a rule as often: "when you
+#: explain changes, give me the reasoning")
+_ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what|why|how|where|which|who|any idea|"
+            r"do you know)\b")
+
+
+#: words that tie an instruction to the work at hand: it ends with it ("until this is merged, don't touch
+#: tests/", "never use --no-verify for this one", "for this fix also log the sku")
+_ONE_OFF = _rx(r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
+               r"demo|spike|migration|run|refactor|rename)\b",
+               r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
+               r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b")
+#: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
+_REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|can you|could you|please)\s+"
+               r"(?:a|an|to (?:add|build|create|make|write|fix|implement|have|get|see)|(?:add|make|create|write|"
+               r"build|fix|implement) (?:a|an|the))\b")
+
+
 def never_durable(sentence: str) -> bool:
-    """A question (nothing decided yet) or a clarification of the request at hand ("no, I mean …"),
-    unless it also states a standing rule ("since we never … in this repo, can you …?")."""
+    """A question (nothing decided yet), a clarification of the request at hand ("no, I mean …"), an
+    instruction tied to the work at hand, or a request for a thing to be made, unless it also states a
+    standing rule ("since we never … in this repo, can you …?")."""
     if _CLARIFYING.search(sentence.strip()):
         return True
-    return bool(_P["question"].search(sentence.strip())) and not _STANDING.search(sentence)
+    if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
+        return True
+    return bool(_ASKS.search(sentence.strip())) and not _STANDING.search(sentence)
 
 
 def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> list[Decision]:

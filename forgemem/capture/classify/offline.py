@@ -68,7 +68,7 @@ class OfflineClassifier:
         embedder = self.embedder()
         kind = "dense" if embedder is not None else "patterns"
         # a confirmation is decided on what the agent proposed; anything else on its own words
-        confirms = [agent and bool(_CONFIRMATION.match(unit)) and bool(_PROPOSES_RULE.search(before))
+        confirms = [agent and bool(_CONFIRMATION.match(unit)) and bool(_rule_offers(before))
                     for unit, _, before, agent in found]
         judged = [_proposal_of(before) if confirm else unit
                   for (unit, _, before, _), confirm in zip(found, confirms, strict=True)]
@@ -85,6 +85,13 @@ class OfflineClassifier:
             if category == "corrections" and not (agent and _REACTS.search(unit)):
                 # a correction reacts to what the agent just did; said unprompted it is a rule of another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c != "corrections"])
+            odds = dict(decision.categories)
+            if (agent and category in ("project-conventions", "coding-preferences") and _REACTION.match(unit)
+                    and (_AT_THE_WORK.search(unit)
+                         or odds.get("corrections", 0.0) >= odds.get(category, 0.0) - CORRECTION_MARGIN)):
+                # a rule said in reaction to what the agent just did ("don't use --no-git in those tests")
+                # is a correction: when it points at that work, or when the heads hesitate between the two
+                category = "corrections"
             if category == "user-facts" and not _PERSONAL.search(unit):
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
@@ -125,11 +132,22 @@ _REACTS = re.compile(
     r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not|incorrect)|that is|don't|do not|stop|"
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put)\b|\bwhy did you\b|\bdon't\b|\bnever\b", re.I)
+#: how a reaction to the agent's work opens
+_REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
+                       re.I)
+CORRECTION_MARGIN = 0.15
+#: pointing at the work the agent just did
+_AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
+                          r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
+                          r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
 #: a fact about the person is said in the first person
 _PERSONAL = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|ich|mein|meine|soy|mi|je|mon|ma)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
-_POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same)\b", re.I)
+_POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same)\b", re.I)
 #: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
+#: a unit that only says the mind changed ("hmm wait actually no.") belongs with what follows it
+_MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
+                        r"forget (?:that|it)|never ?mind|on second thought|changed my mind)\b)+\W*$", re.I)
 _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b|"
                     r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
@@ -137,25 +155,36 @@ _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) 
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     for unit in units:
-        if merged and ((_DROPS.search(merged[-1]) and not _DROPS.search(unit)) or _POINTS_BACK.search(unit)):
+        if merged and (_MIND_ONLY.match(merged[-1]) or (_DROPS.search(merged[-1]) and not _DROPS.search(unit))
+                       or _POINTS_BACK.search(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
             merged.append(unit)
     return merged
 
 
-def _proposal_of(agent_text: str) -> str:
-    """The sentence(s) of the agent's turn that propose the standing rule (what a "yes" accepts)."""
+def _rule_offers(agent_text: str) -> list[str]:
+    """The sentences of the agent's turn that offer a standing rule: a question or an offer ("Should I …
+    from now on?", "Want me to make … the default?"). A report of work done ("… read from the environment
+    (default off)") offers nothing, whatever its words: a "yes" or an "ok" after it decides nothing."""
     from forgemem.capture.classify.units import units
 
     pieces = units(agent_text) or [agent_text.strip()]
-    chosen = [p for p in pieces if _PROPOSES_RULE.search(p) or p.rstrip().endswith("?")]
-    return " ".join(chosen[-2:] or pieces[-1:])[:400]
+    return [p for p in pieces if _PROPOSES_RULE.search(p) and (p.rstrip().endswith("?") or _OFFER.search(p))]
+
+
+def _proposal_of(agent_text: str) -> str:
+    """The sentence(s) of the agent's turn that propose the standing rule (what a "yes" accepts)."""
+    return " ".join(_rule_offers(agent_text)[-2:])[:400]
 
 
 _CONFIRMATION = re.compile(
     r"^(?:yes|yep|yeah|yup|sure|ok|okay|sounds good|do it|go ahead|let's do (?:it|that)|agreed|perfect|exactly|"
     r"please do|go for it|correct|right|ja|sí|si|oui|d'accord)\b", re.I)
+#: the agent offers (rather than reports): "I can …", "I'd suggest …", "want me to …", "how about …"
+_OFFER = re.compile(r"\b(?:i (?:can|could|would|'d) (?:suggest|propose|recommend|also)?|i suggest|i propose|"
+                    r"i recommend|want me to|shall i|should i|would you like|do you want|how about|what about|"
+                    r"let's|we could|we should|my suggestion|i'd make)\b", re.I)
 #: the agent proposed a standing rule, not a one-off step
 _PROPOSES_RULE = re.compile(
     r"\bfrom now on\b|\bgoing forward\b|\b(?:the )?(?:standard|default|convention|rule)\b|\bin (?:the )?future\b|"

@@ -14,7 +14,8 @@ MAX_UNIT_CHARS = 400
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _LOGGY = re.compile(r"^\s*(?:[A-Z]\s{2,}|\w+(?:Error|Exception)\b|Traceback|File \"|at [\w.$]+\(|\$ |>>> |\d+\s*[│|]"
                     r"|\[\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:|npm (?:ERR|WARN)|error(?:\[E\d+\])?:|warning:)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z\"'`(¿¡ÄÖÜ])|\n+|\s+[—–]\s+|;\s+(?=(?:and |also |plus )?"
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)\s+"
+                           r"(?=[A-Za-z\"'`(¿¡ÄÖÜ])|\n+|\s+[—–]\s+|;\s+(?=(?:and |also |plus )?"
                            r"(?:we|i|use|never|always|don't|do not|keep|our)\b)", re.I)
 
 
@@ -27,11 +28,30 @@ def units(text: str) -> list[str]:
     for line in text.splitlines():
         if _LOGGY.match(line) or line.startswith(">") or line.count("  ") > 3:
             continue
-        for piece in _SENTENCE_END.split(line):
+        for piece in (chunk for sentence in _SENTENCE_END.split(line) for chunk in _cut(sentence)):
             piece = piece.strip(" -*•\t")
-            if piece and len(piece) <= MAX_UNIT_CHARS and re.search(r"[^\W\d_]", piece):
+            if piece and re.search(r"[^\W\d_]", piece):
                 found.append(piece)
     if len(found) > 1:
         # a fragment of one or two words ("ok.", "thanks!") is not a unit of its own
         found = [f for f in found if len(f.split()) >= 3] or found[:1]
     return found
+
+
+_CLAUSE_END = re.compile(r"(?<=,)\s+|\s+(?=(?:and|but|so|also|plus)\s)", re.I)
+
+
+def _cut(sentence: str) -> list[str]:
+    """A run-on sentence over MAX_UNIT_CHARS, cut at clause boundaries into pieces that fit (a rule buried
+    in a long ramble is still read); a piece with no boundary to cut at is left out."""
+    if len(sentence) <= MAX_UNIT_CHARS:
+        return [sentence]
+    pieces, current = [], ""
+    for clause in _CLAUSE_END.split(sentence):
+        if current and len(current) + 1 + len(clause) > MAX_UNIT_CHARS:
+            pieces.append(current)
+            current = clause
+        else:
+            current = f"{current} {clause}".strip()
+    pieces.append(current)
+    return [p for p in pieces if len(p) <= MAX_UNIT_CHARS]

@@ -1,0 +1,86 @@
+"""Change-of-mind, refinement and negation wording (English, German, Spanish, French), for the relation decision."""
+
+from __future__ import annotations
+
+import re
+
+from forgemem.capture.classify.relate_names import _ALIAS
+
+
+def _any(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+#: a change of mind, in English, German, Spanish and French
+_CHANGE = _any(
+    r"\bno longer\b", r"\bnot\b[^.;]{0,40}\bany ?more\b", r"\bany ?more\b", r"\binstead\b", r"\brather than\b",
+    r"\bswitch(?:ed|ing)?\b", r"\bmov(?:e|ed|ing) (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
+    r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bchanged? (?:my|our) mind\b", r"\bchange of plans?\b",
+    r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
+    r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
+    r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b", r"\bnew rule\b", r"\bno more\b",
+    r"\breplac(?:e|ed|es|ing)\b", r"\bditch(?:ed|ing)?\b", r"\bdropp(?:ed|ing)\b", r"\bdrop\b",
+    r"\b(?:is|are|'s|'re) (?:gone|out|dead|history|legacy|deprecated|archived|frozen|over)\b",
+    r"\bdeprecated\b", r"\brip(?:ped|ping)? out\b", r"\bgot rid of\b", r"\bstopp?(?:ed)? (?:using|doing|committing)\b",
+    r"\bstopped\b", r"\bupgraded\b", r"\bbump(?:ed)?\b", r"\blower(?:ed)?\b", r"\braised\b", r"\bcut (?:it )?down\b",
+    r"\bcome around\b", r"\bused to\b", r"\bretired\b", r"\babandon(?:ed)?\b", r"\bshut down\b", r"\bleft\b",
+    r"\bdone with\b", r"\bdidn't work out\b", r"\brenamed\b", r"\brelocated\b", r"\bunsupported\b",
+    r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
+    # German
+    r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",
+    r"\bstattdessen\b", r"\bab (?:jetzt|sofort)\b", r"\bvergiss\b", r"\bist geschichte\b", r"\babgeschaltet\b",
+    r"\bnur noch\b", r"\bumgestellt\b", r"\bersetzt\b",
+    # Spanish
+    r"\bya no\b", r"\ben (?:vez|lugar) de\b", r"\ba partir de ahora\b", r"\bdejamos\b", r"\bcambiamos\b",
+    r"\bolvida\b", r"\bde ahora en adelante\b",
+    # French
+    r"\bdésormais\b", r"\bdorénavant\b", r"\bà partir de maintenant\b", r"\bne \w+ plus\b", r"\bn'\w+ plus\b",
+    r"\bplus de\b", r"\bfinalement\b", r"\bon passe à\b", r"\babandonné\b", r"\bau lieu de\b",
+    r"\bc'est fini\b", r"\bj'avais tort\b",
+)
+_CHANGE_WEAK = _any(r"\bnow\b", r"\bactually\b", r"\bcurrently\b", r"\bjetzt\b", r"\bahora\b", r"\bmaintenant\b", r"\btoday\b")
+#: an addition to what holds: "and …", "also …", "except …"
+_REFINE = _any(
+    r"^\s*(?:and|also|plus|but|except|though|specifically|that includes|on top of that|in addition)\b",
+    r"\b(?:as well|too)\s*[.!]?\s*$", r"\bon top of\b", r"\bin addition\b", r"\bexcept\b", r"\balso\b",
+)
+#: before an old name: "not npm", "moved off poetry", "instead of X", "von MySQL auf"
+_NEGATED_BEFORE = _any(
+    r"\bno longer(?: \w+)?$", r"\bnot(?: \w+)?$", r"\bno$", r"\boff$", r"\bfrom$", r"\binstead of$", r"\bover$",
+    r"\brather than$", r"\breplac\w*$", r"\bditch\w*$", r"\bdrop\w*$", r"\bleft$", r"\bleave$", r"\baway from$",
+    r"\bout$", r"\bremov\w*$", r"\bforget(?: \w+)?$", r"\bscratch(?: the)?$", r"\bscrap(?: the)?$",
+    r"\bwrong about$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*$",
+    r"\bvon$", r"\bya no \w+$", r"\bdejamos$", r"\bsin$", r"\bplus de$", r"\bau lieu de$", r"\bmit$",
+    r"\bdas mit$", r"\bvergiss(?: das mit)?$", r"\babandonné$", r"\bfrom \w+$", r"\bunlike$",
+)
+#: after an old name: "poetry is gone", "yarn's out", "X was a mistake", "X ist Geschichte"
+_NEGATED_AFTER = _any(
+    r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
+    r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
+    r"being (?:closed|removed)|end of life|only for|no longer|not used|didn't work)",
+    r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",
+    r"^(?:ist|wurde|sind) (?:geschichte|abgeschaltet|weg|raus)", r"^(?:c'est fini|est fini)", r"^(?:didn't|did not)",
+    r"^(?:got|were|was) (?:cut|dropped|removed)", r"^\w+ (?:got cut|is gone|are gone)",
+)
+
+
+_NEGATIVE = _any(r"\bno\b", r"\bnot\b", r"\bnever\b", r"\bwithout\b", r"n't\b", r"\bnone\b", r"\bnothing\b",
+                 r"\bonly\b", r"\bkein\w*\b", r"\bnicht\b", r"\bnunca\b", r"\bjamais\b", r"\bne\b")
+
+
+def _negative(text: str) -> bool:
+    """Whether a rule is said in the negative ("never …", "no …", "without …", "only …")."""
+    return bool(_NEGATIVE.search(text))
+
+
+def _negated(text: str, name: str) -> bool:
+    """Whether `name` (an old memory's name) is turned down in `text`."""
+    lower = text.lower()
+    variants = [n for n, canonical in _ALIAS.items() if canonical == name] or [name]
+    for variant in variants:
+        for match in re.finditer(r"(?<![\w.-])" + re.escape(variant) + r"(?![\w-])", lower):
+            before = " ".join(re.findall(r"[\w']+", lower[: match.start()])[-3:])
+            after = lower[match.end() :].lstrip(" `'\",)")[:40]
+            if _NEGATED_BEFORE.search(before) or _NEGATED_AFTER.search(after):
+                return True
+    return False

@@ -1,0 +1,316 @@
+"""Names and subjects in a text, for the relation decision: the tool lexicon, names, numbers, subject words."""
+
+from __future__ import annotations
+
+import re
+
+# --------------------------------------------------------------------------- lexicon
+
+#: family | subject | names (aliases as alias=canonical). A family groups tools that
+#: replace one another; its subject is what a rule about them is about.
+_LEXICON = """
+python-deps | deps | pip, pipenv, poetry, uv, conda, mamba, pdm, hatch, pip-tools, requirements.txt, poetry.lock, uv.lock, virtualenv
+js-deps | deps | npm, yarn, pnpm, bun, npm workspaces, yarn.lock, pnpm-lock.yaml, package-lock.json
+ios-deps | deps | cocoapods, swift package manager, spm=swift package manager, carthage, podfile
+jvm-build | build | maven, gradle, sbt, ant, bazel
+gradle-dsl | build | kotlin dsl, groovy
+python-tests | tests | pytest, unittest, nose, nose2, testcase, unittest.testcase
+js-tests | tests | jest, vitest, mocha, jasmine, ava, karma, tap
+e2e-tests | tests | cypress, playwright, selenium, puppeteer, webdriverio, testcafe, selenium grid
+other-tests | tests | rspec, minitest, junit, testng, xctest, catch2, googletest, gtest
+python-formatter | format | black, ruff, ruff format, yapf, autopep8
+python-linter | format | ruff, ruff check, flake8, pylint, pyflakes, pycodestyle, isort
+python-types | format | mypy, pyright, pyre, pytype
+js-formatter | format | prettier, biome, dprint
+js-linter | format | eslint, biome, standard, tslint, rome, oxlint
+other-format | format | rubocop, gofmt, goimports, golangci-lint, rustfmt, clang-format, ktlint, detekt, swiftlint, swiftformat, stylelint
+ci | ci | jenkins, jenkinsfile, travis, travis ci, circleci, github actions, gitlab ci, .gitlab-ci.yml, buildkite, drone, teamcity, azure pipelines, bitbucket pipelines, woodpecker
+git-hooks | hooks | pre-commit, husky, lefthook, overcommit
+hosting | deploy | heroku, netlify, vercel, render, fly.io, fly, cloudflare pages, cloudflare workers, github pages, app engine, elastic beanstalk, digitalocean, hetzner, kamal, capistrano, railway, firebase hosting, read the docs, aws ecs, ecs, eks, gke, aks, nomad, kubernetes, k8s=kubernetes, lambda, cloud run
+object-storage | storage | s3, r2, gcs, azure blob, minio, local disk
+database | database | mysql, postgres, postgresql=postgres, sqlite, mongodb, mongo=mongodb, dynamodb, cassandra, clickhouse, mariadb, oracle, sql server, cockroachdb, firestore, supabase, bigquery, snowflake, redshift, timescaledb, influxdb
+search | search | elasticsearch, opensearch, meilisearch, algolia, typesense, solr
+cache | cache | redis, memcached, varnish, valkey, keydb
+broker | jobs | kafka, rabbitmq, rabbit=rabbitmq, nats, sqs, sns, pubsub, kinesis, activemq, redis
+job-runner | jobs | celery, dramatiq, sidekiq, rq, bullmq, resque, huey, temporal
+bundler | bundle | webpack, vite, parcel, rollup, esbuild, turbopack, create react app, cra=create react app, gulp, grunt, snowpack, rspack, browserify
+web-framework | frontend | react, angular, vue, svelte, solid, ember, next.js, nuxt, remix, astro, htmx, jquery, backbone
+backend-framework | backend | django, flask, fastapi, rails, express, nestjs, spring, spring boot, laravel, phoenix, gin, echo, actix, axum
+state | state | redux, redux toolkit, zustand, mobx, recoil, jotai, react query, tanstack query, pinia, vuex, xstate
+styling | style | sass, scss, less, tailwind, styled-components, emotion, css modules, bootstrap, bulma, vanilla-extract, stylus
+logging | logging | logrus, zap, zerolog, slog=log/slog, log/slog, log4j, logback, winston, pino, bunyan, loguru, structlog, glog
+error-tracking | monitoring | sentry, honeycomb, rollbar, bugsnag, datadog, new relic, airbrake
+metrics | monitoring | grafana, prometheus, datadog, new relic, opentelemetry, jaeger, splunk, elk
+experiments | experiments | weights & biases, wandb=weights & biases, mlflow, tensorboard, comet, neptune, aim, clearml
+iac | infra | terraform, opentofu, pulumi, cloudformation, cdk, crossplane
+config-management | infra | ansible, chef, puppet, saltstack, cloud-init
+local-env | local-dev | docker compose, docker-compose=docker compose, podman, vagrant, tilt, kind, minikube, skaffold, devcontainer, devcontainers, nix, k3d
+charts | deploy | helm, tiller, kustomize, argocd, flux, helmfile
+autoscaling | scaling | cluster-autoscaler, karpenter, keda
+tracker | tracker | jira, linear, trello, asana, youtrack, github issues, shortcut, clickup
+wiki | docs | confluence, notion, gitbook
+docs-site | docs | sphinx, mkdocs, docusaurus, vitepress, hugo, jekyll, read the docs, github pages
+editor | editor | vim, neovim, emacs, vs code, vscode=vs code, intellij, intellij idea, pycharm, sublime, sublime text, zed, atom, xcode, android studio, webstorm, helix, goland, rider, cursor
+os | os | windows, macos, mac=macos, macbook=macos, linux, ubuntu, fedora, arch, debian, wsl, chromebook
+shell | shell | bash, zsh, fish, powershell, nushell, oh-my-zsh
+http-client | http | requests, httpx, aiohttp, urllib3, axios, got, superagent, okhttp, retrofit, ky
+dates | dates | moment, moment.js=moment, date-fns, dayjs, luxon, arrow, pendulum
+orm | orm | sqlalchemy, prisma, typeorm, sequelize, knex, kysely, drizzle, gorm, diesel, activerecord, peewee, hibernate, room
+migrations | migrations | alembic, flyway, liquibase, goose, atlas, autogenerate
+api-style | api | rest, graphql, grpc, soap, trpc, json-rpc, websockets
+api-spec | api | openapi, swagger, raml
+auth | auth | jwt, jwts=jwt, oauth, saml, session tokens, sessions, cookies, keycloak, auth0, cognito
+android-ui | ui | jetpack compose, compose, xml layouts, viewbinding, databinding
+apple-ui | ui | swiftui, uikit, appkit
+cross-platform | ui | flutter, react native, xamarin, ionic, capacitor, electron, tauri, qt
+game-engine | engine | unity, unreal, godot
+game-architecture | engine | dots, ecs, monobehaviours
+rtos | firmware | freertos, zephyr, rtems, threadx, embedded linux, arduino, mbed
+mcu | firmware | stm32f4, stm32g4, stm32, esp32, nrf52, rp2040, atmega
+secrets | secrets | vault, doppler, .env, sops, external secrets, externalsecrets, 1password, secrets manager, infisical
+flags | flags | launchdarkly, unleash, flagsmith, growthbook, config/flags.yaml
+proxy | proxy | nginx, traefik, haproxy, caddy, envoy, apache
+push | notifications | firebase, firebase cloud messaging, fcm, onesignal, apns, pusher
+dataframes | data | pandas, polars, dask, spark, pyspark, duckdb, vaex, modin, polars lazy frames
+optimizer | training | adam, adamw, sgd, lion, adafactor
+precision | training | bf16, fp16, fp32, fp8
+release | release | release-please, semantic-release, changesets, goreleaser
+notebooks | notebooks | nbstripout, jupytext
+language | language | english, german, spanish, french, italian, portuguese, japanese, british english, american english
+runtime | runtime | node, python, java, ruby, php, go, rust, dotnet, kotlin, swift, typescript, javascript, c#, c++, gdscript
+version-file | runtime | .nvmrc, .python-version, .terraform-version, .tool-versions
+"""
+
+#: subject words: what a rule is about when it names no tool (lemma -> subject)
+_SUBJECT_WORDS = {
+    "deps": "deps dependency dependencies package packages lockfile lock install installs installed "
+    "virtualenv venv venvs environment environments",
+    "tests": "test tests testing spec specs suite e2e end-to-end coverage",
+    "format": "format formatter formatting formatted lint linter linters linting style quote quotes semicolons",
+    "ci": "ci pipeline pipelines builds workflow workflows",
+    "deploy": "deploy deploys deployed deployment deployments host hosted hosting ship ships release releases",
+    "database": "database databases db dbs datastore",
+    "storage": "storage bucket buckets upload uploads uploaded assets",
+    "cache": "cache caching cached",
+    "jobs": "job jobs queue queues broker worker workers background event events",
+    "bundle": "bundle bundler bundling bundled",
+    "state": "state store stores",
+    "style": "css styling stylesheet stylesheets styles",
+    "logging": "log logs logging logger",
+    "monitoring": "monitoring observability tracking alerting errors",
+    "experiments": "experiment experiments run runs tracked",
+    "infra": "provision provisioning infrastructure servers",
+    "local-dev": "local dev development",
+    "tracker": "issue issues ticket tickets tracker",
+    "docs": "docs documentation doc wiki page pages",
+    "editor": "editor ide",
+    "os": "os laptop machine operating",
+    "shell": "shell terminal commands",
+    "http": "http client calls",
+    "dates": "date dates datetime time",
+    "api": "api apis endpoint endpoints",
+    "auth": "auth authentication login",
+    "ui": "ui screen screens layout layouts view views",
+    "firmware": "firmware board mcu rtos",
+    "secrets": "secret secrets credentials",
+    "flags": "flag flags",
+    "notifications": "notification notifications push",
+    "training": "training optimizer decay weight learning precision",
+    "indent": "indent indentation indented tab tabs spaces space",
+    "line-length": "line length wrap wrapping characters chars",
+    "branch": "branch branches",
+    "commit": "commit commits",
+    "review": "review reviews approval approvals pr prs pull request requests merge merged merging",
+    "naming": "name names naming case kebab-case camelcase snake_case pascalcase",
+    "language": "language reply replies answer answers",
+    "answers": "answer answers explanation explanations explain summary verbose concise short detailed",
+    "location": "timezone based lives live city time zone",
+    "version": "version versions minimum floor",
+    "tenancy": "tenant tenants tenancy multi-tenancy",
+    "performance": "fps performance target framerate",
+}
+
+_STOP = set(
+    """a an the and or but of to in on for with without by at as from into onto via per than then this that these those it its
+    is are was were be been being do does did done has have had having will would should must can could may might shall
+    use uses used using run runs keep keeps make makes go goes put always never only all every each any some no not
+    new old now here there our we us you your i my me they them their he she his her user user's prefers prefer wants want
+    likes like needs need also too just very more most less so such same other own one ones way thing things
+    repo repository repositories project projects codebase code team rule rules please instead
+    which what when where who whom whose how why if else there's it's that's don't doesn't isn't aren't""".split()
+)
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "twelve": "12", "single": "1",
+}
+
+#: capitalised words that are not names of a choice
+_NOT_NAMES = set(
+    """i the a an ci cd pr prs api apis ui ux url urls http https json yaml yml csv sql os id ids cpu gpu ram
+    readme todo ok eu us uk utc mb gb kb tb ms sdk cli ide ssh tls ssl dns ip tcp udp html css js ts py md
+    no yes not never always new please it we our use run""".split()
+)
+
+
+def _build_lexicon() -> tuple[dict[str, str], dict[str, set[tuple[str, str]]], re.Pattern[str]]:
+    alias: dict[str, str] = {}
+    family: dict[str, set[tuple[str, str]]] = {}
+    for line in _LEXICON.strip().splitlines():
+        fam, subject, names = (part.strip() for part in line.split("|"))
+        for entry in names.split(","):
+            entry = entry.strip().lower()
+            name, _, canonical = entry.partition("=")
+            canonical = canonical or name
+            alias[name] = canonical
+            family.setdefault(canonical, set()).add((fam, subject))
+    ordered = sorted(alias, key=len, reverse=True)  # longest first: "docker compose" before "compose"
+    pattern = re.compile(
+        r"(?<![\w.@/-])(?:" + "|".join(re.escape(n) for n in ordered) + r")(?![\w@-]|\.\w)", re.I
+    )
+    return alias, family, pattern
+
+
+def _stem(word: str) -> str:
+    """A rough English stem: commits, committed, committing -> commit; fixes -> fix; policies -> policy."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and re.search(r"(?:x|ss|ch|sh|z)es$", word):
+        return word[:-2]
+    for suffix in ("ing", "ed", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix) and not word.endswith("ss"):
+            stem = word[: -len(suffix)]
+            if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+                stem = stem[:-1]
+            return stem
+    return word
+
+
+_ALIAS, _FAMILY, _LEXICON_RE = _build_lexicon()
+
+#: names that are also ordinary words ("pull requests", "the rest", "a graph node", "poetry"
+#: the literature): a name only in a code span, title-cased mid-sentence, with a version,
+#: right after a tool verb ("use uv", "off poetry"), or beside a word of its subject or
+#: another tool of its family
+_AMBIGUOUS = set(
+    """requests rest got room compose fly render standard less emotion arrow tap echo express spring phoenix
+    go node python java ruby rust swift mac arch lion adam aim comet flux kind nix atom helix cursor rome tiller
+    ant drone chef puppet atlas goose hugo shortcut linear spark dots ecs sessions cookies notebooks temporal
+    apache vault lambda poetry black hatch bun mocha chai jasmine karma nose hypothesis sphinx jekyll zed sublime
+    fish zap react remix solid ember backbone gin tilt notion windows salt saltstack caddy envoy pusher ky uv
+    spm cra doppler unity jupyter lock rider storage english german spanish french italian portuguese japanese
+    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana""".split()
+)
+_TOOL_VERBS = set(
+    """use uses using used with via to off from onto through by over on switch switched moved migrate migrated
+    install installed run runs adopt adopted try chose pick picked prefer prefers instead replace replaced
+    ditch ditched drop dropped kein keine von auf usamos usa utiliser utilise""".split()
+)
+_SUBJECT_OF = {word: subject for subject, words in _SUBJECT_WORDS.items() for word in words.split()}
+_SUBJECT_OF.update({_stem(w): subject for w, subject in list(_SUBJECT_OF.items()) if _stem(w) not in _SUBJECT_OF})
+
+_CODE = re.compile(r"`([^`]+)`")
+_TOKEN = re.compile(r"[A-Za-z0-9_#.+/<>@-]*[A-Za-z0-9_#+>]|[A-Za-z0-9]")
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)*)(?:\s*(%|k|ms|s|px|fps|rpm|h|gb|mb))?(?![\w])", re.I)
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n|[-–—]\s+|\(\s*)$")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*", text)]
+
+
+def _names(text: str) -> set[str]:
+    """Tools, products, versions, paths and code spans named in `text` (canonical, lower case)."""
+    found: set[str] = set()
+    for span in _CODE.findall(text):
+        found.add(span.strip().lower())
+    masked = text
+    matches = list(_LEXICON_RE.finditer(text))
+    # family -> the distinct names of it in the text: two tools of one kind vouch for each other ("uv instead of poetry")
+    named: dict[str, set[str]] = {}
+    for m in matches:
+        for fam, _ in _FAMILY[_ALIAS[m.group(0).lower()]]:
+            named.setdefault(fam, set()).add(_ALIAS[m.group(0).lower()])
+    families = {
+        fam for fam, names in named.items()
+        if len(names) > 1 or any(m.group(0).lower() not in _AMBIGUOUS and _ALIAS[m.group(0).lower()] in names for m in matches)
+    }
+    words = set(_words(text))
+    code = " ".join(_CODE.findall(text)).lower()
+    for match in matches:
+        written = match.group(0)
+        canonical = _ALIAS[written.lower()]
+        if written.lower() in _AMBIGUOUS and not _is_a_name(text, match, canonical, families, words, code):
+            continue
+        found.add(canonical)
+    masked = _LEXICON_RE.sub(" ", text)
+    masked = _CODE.sub(" ", masked)
+    for match in _TOKEN.finditer(masked):
+        token = match.group(0).strip(".-/")
+        if len(token) < 2 or token.lower() in _NOT_NAMES or token.lower() in _STOP:
+            continue
+        if token.isdigit() or re.fullmatch(r"\d+(?:-[a-z]+)+", token):
+            continue  # numbers ("4", "4-space") are compared on their own (`_numbers`)
+        lower = token.lower()
+        looks_like_name = (
+            any(c.isdigit() for c in token)
+            or any(c in token for c in "._/#+<>@")
+            or (token[0].isupper() and not _SENTENCE_START.search(masked[: match.start()]))
+            or any(c.isupper() for c in token[1:])
+        )
+        if looks_like_name:
+            found.add(lower)
+    return found
+
+
+def _is_a_name(text: str, match: re.Match[str], canonical: str, families: set[str], words: set[str], code: str) -> bool:
+    written = match.group(0)
+    kinds = _FAMILY[canonical]
+    before = re.findall(r"[\w']+", text[: match.start()].lower())
+    mid_sentence = not _SENTENCE_START.search(text[: match.start()])
+    return (
+        written.lower() in code
+        or (written[0].isupper() and not written.isupper() and mid_sentence)
+        or bool(re.match(r"\s*v?\d", text[match.end() :]))
+        or bool(before and before[-1] in _TOOL_VERBS)
+        or any(fam in families for fam, _ in kinds)
+        or any(_subject_of(w) == subject for w in words for _, subject in kinds)
+    )
+
+
+def _numbers(text: str) -> set[str]:
+    found = {m.group(1) + (m.group(2) or "").lower() for m in _NUMBER.finditer(_CODE.sub(" ", text))}
+    found |= {m.group(1) for m in _NUMBER.finditer(text)}
+    for word in _words(text):
+        if word in _NUMBER_WORDS:
+            found.add(_NUMBER_WORDS[word])
+    return {n for n in found if not re.fullmatch(r"\d{4}", n) or n.startswith("0")}  # years are dates
+
+
+def _subjects(text: str, names: set[str]) -> set[str]:
+    subjects = set()
+    for name in names:
+        for fam, subject in _FAMILY.get(name, ()):
+            subjects.add(fam)
+            subjects.add(subject)
+    for word in _words(text):
+        if subject := _subject_of(word):
+            subjects.add(subject)
+    return subjects
+
+
+def _families(names) -> set[str]:
+    return {fam for name in names for fam, _ in _FAMILY.get(name, ())}
+
+
+def _subject_of(word: str) -> str | None:
+    return _SUBJECT_OF.get(word) or _SUBJECT_OF.get(_stem(word))
+
+
+def _content(text: str, names: set[str]) -> set[str]:
+    masked = _LEXICON_RE.sub(" ", _CODE.sub(" ", text))
+    return {
+        _stem(w)
+        for w in _words(masked)
+        if len(w) > 2 and w not in _STOP and w not in names and w not in _NUMBER_WORDS
+    }
