@@ -54,56 +54,26 @@ class Snapshot:
     memories: list[Memory]
     graph: MemoryGraph
     problems: list[Problem] = field(default_factory=list)
-    #: files that gave no memory: they could not be read or parsed (their reasons are in `problems`)
-    unreadable: list[Path] = field(default_factory=list)
+    unreadable: list[Path] = field(default_factory=list)  # files that gave no memory (why: in `problems`)
 
     def get(self, memory_id: str) -> Memory:
         return self.graph.memories[memory_id]
 
-    def problem_summary(self) -> str | None:
-        """One line: how many memory files could not be read, other problems, and what to run (or None)."""
-        from forgemem.index.problems import summary
-
-        broken = set(self.unreadable)
-        return summary(len(broken), sum(1 for p in self.problems if p.path not in broken))
-
     def resolve(self, ref: str) -> Memory:
-        """A memory by id or unambiguous id prefix (with or without `mem_`). An id that only a file that
-        cannot be read holds (by its `id:` line, or the short id its name ends with) is an error that
-        names the file and why."""
+        """A memory by id or unambiguous id prefix (with or without `mem_`); a broken file's id names the file."""
+        from forgemem.index.problems import broken_file_error
+
         ref = ref.strip()
         if ref in self.graph.memories:
             return self.graph.memories[ref]
         prefix = ref if ref.startswith("mem_") else f"mem_{ref}"
         matches = [m for m in self.graph.memories.values() if m.id.startswith(prefix)]
-        if len(ref.removeprefix("mem_")) < 1:
-            raise UsageError(f"no memory has an id starting with {ref!r}")
-        if not matches:
-            self._raise_if_unreadable(ref, prefix)
-            raise UsageError(f"no memory has an id starting with {ref!r}")
+        if len(ref.removeprefix("mem_")) < 1 or not matches:
+            raise broken_file_error(self, ref) or UsageError(f"no memory has an id starting with {ref!r}")
         if len(matches) > 1:
             shown = ", ".join(sorted(m.id for m in matches)[:10])
             raise UsageError(f"{ref!r} matches {len(matches)} memories: {shown}; give more of the id")
         return matches[0]
-
-    def _raise_if_unreadable(self, ref: str, prefix: str) -> None:
-        import re
-
-        for path in self.unreadable:
-            reasons = [p for p in self.problems if p.path == path]
-            full = next((p.memory_id for p in reasons if p.memory_id and p.memory_id.startswith("mem_")), None)
-            named = re.search(r"-([0-9a-f]{8})\.md$", path.name)
-            if full is not None:
-                hit = full.startswith(prefix)
-            else:  # the name holds the first 8 hex digits: the prefix agrees with them as far as both go
-                short = f"mem_{named.group(1)}" if named else None
-                hit = short is not None and (short.startswith(prefix) or prefix.startswith(short))
-            if hit:
-                why = reasons[0].reason if reasons else "it cannot be read"
-                line = f"line {reasons[0].line}: " if reasons and reasons[0].line else ""
-                more = f", and {len(reasons) - 1} more problem(s)" if len(reasons) > 1 else ""
-                raise UsageError(f"{ref!r} is the memory in {path}, which could not be read ({line}{why}{more}); "
-                                 "fix the file, then `forgemem validate` checks it")
 
     def pointing_at(self, memory_id: str) -> list[Memory]:
         """The memories that supersede or are related to `memory_id` (they would dangle without it)."""
@@ -285,8 +255,7 @@ class Workspace:
 
         unique, duplicates = _split_duplicates(memories)
         graph = MemoryGraph(unique)
-        parsed = {m.path for m in memories}
-        unreadable = sorted({p.path for p in problems if p.path is not None and p.path not in parsed})
+        unreadable = sorted({p.path for p in problems if p.path is not None} - {m.path for m in memories})
         return Snapshot(unique, graph, [*problems, *duplicates, *graph_problems(graph)], unreadable)
 
     # ------------------------------------------------------------ trust

@@ -59,6 +59,7 @@ def build_server(workspace: Workspace):
             "the MCP server needs the mcp package (2.x): pip install 'forgemem[mcp]'"
         ) from None
     from forgemem import views
+    from forgemem.index.problems import snapshot_line
     from forgemem.recall.context import render
     from forgemem.recall.engine import RecallEngine
     from forgemem.recall.rank import Query
@@ -112,7 +113,7 @@ def build_server(workspace: Workspace):
 
     def notes(result) -> list[str]:
         """The recall's notes, and one line when memory files could not be read (they were left out)."""
-        line = engine.snapshot.problem_summary() if engine.snapshot.unreadable else None
+        line = snapshot_line(engine.snapshot) if engine.snapshot.unreadable else None
         return [*result.notes, line] if line else list(result.notes)
 
     @tool

@@ -122,7 +122,9 @@ class _Ids:
 
 def _problems(snap: Snapshot) -> list[str]:
     """One line when memory files could not be read (left out of every answer) or have other problems."""
-    line = snap.problem_summary()
+    from forgemem.index.problems import snapshot_line
+
+    line = snapshot_line(snap)
     return [f"⚠ {line}."] if line else []
 
 

@@ -23,8 +23,10 @@ from forgemem.workspace import Snapshot, default_forge_dir, init_forge_dir
 def load() -> Snapshot:
     """Both stores; one line on stderr when memory files could not be read (they are left out) or
     other problems were found, and what to run to see them."""
+    from forgemem.index.problems import snapshot_line
+
     snap = state.workspace().load()
-    line = snap.problem_summary()
+    line = snapshot_line(snap)
     if line:
         warn(line)
     return snap

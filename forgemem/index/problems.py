@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable
 
+from forgemem.errors import UsageError
 from forgemem.store.folder import Store
 
 HOW_TO_SEE = "run `forgemem validate` to see why"
@@ -59,6 +61,37 @@ def summary(unreadable: int, others: int = 0) -> str | None:
         return f"{_files(unreadable)} could not be read (left out of recall); {HOW_TO_SEE}"
     if others:
         return f"{others} problem(s) in the memory files; run `forgemem validate` to see them"
+    return None
+
+
+def snapshot_line(snap) -> str | None:
+    """The line for a loaded `Snapshot`: files that gave no memory, and every other problem."""
+    broken = set(snap.unreadable)
+    return summary(len(broken), sum(1 for p in snap.problems if p.path not in broken))
+
+
+def broken_file_error(snap, ref: str) -> UsageError | None:
+    """When `ref` (an id or its prefix, no memory has it) is the id of a file of `snap` that could not be
+    read, by its `id:` line (kept in its problems) or the short id its name ends with: the error that names
+    the file and its first problem (`Snapshot.resolve`)."""
+    if not ref.removeprefix("mem_"):
+        return None
+    prefix = ref if ref.startswith("mem_") else f"mem_{ref}"
+    for path in snap.unreadable:
+        reasons = [p for p in snap.problems if p.path == path]
+        full = next((p.memory_id for p in reasons if p.memory_id and p.memory_id.startswith("mem_")), None)
+        named = re.search(r"-([0-9a-f]{8})\.md$", path.name)
+        if full is not None:
+            hit = full.startswith(prefix)
+        else:  # the name holds the first 8 hex digits: the prefix agrees with them as far as both go
+            short = f"mem_{named.group(1)}" if named else None
+            hit = short is not None and (short.startswith(prefix) or prefix.startswith(short))
+        if hit:
+            why = reasons[0].reason if reasons else "it cannot be read"
+            line = f"line {reasons[0].line}: " if reasons and reasons[0].line else ""
+            more = f", and {len(reasons) - 1} more problem(s)" if len(reasons) > 1 else ""
+            return UsageError(f"{ref!r} is the memory in {path}, which could not be read ({line}{why}{more}); "
+                              "fix the file, then `forgemem validate` checks it")
     return None
 
 

@@ -189,7 +189,9 @@ def check_store_cache(index, repair: bool = True) -> dict:
     if os.stat(folder).st_mode & 0o077:
         found(f"{folder} can be read by other users", lambda: private_dir(folder) and f"{folder}: made private")
     faiss = sorted(folder.glob(f"{index.scope}-*.faiss"))
-    for path in (folder / ".gitignore", *index.db_files(), index.lock_path, *faiss,
+    from forgemem.store.writing import LOCK_NAME
+
+    for path in (folder / ".gitignore", *index.db_files(), index.lock_path, folder / LOCK_NAME, *faiss,
                  folder / f"{index.scope}-unreadable.said"):
         what = kind(path)
         if what is not None:
