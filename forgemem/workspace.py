@@ -231,17 +231,16 @@ class Workspace:
         extra_paths = list(extra_paths)
         known = set()
         if extra_paths:
-            known = {m.path.resolve() for m in memories if m.path} | {
-                p.path.resolve() for p in problems if p.path
+            known = {os.path.realpath(m.path) for m in memories if m.path} | {  # realpath: a link loop is no error
+                os.path.realpath(p.path) for p in problems if p.path
             }
-        for extra in extra_paths:
-            for path in _memory_files(extra):
-                if path.resolve() in known:
-                    continue
-                try:
-                    memories.append(memfile.read_file(path))
-                except memfile.MemoryFileError as exc:
-                    problems.extend(exc.problems)
+        for path in dict.fromkeys(p for extra in extra_paths for p in _memory_files(extra)):  # each file once
+            if os.path.realpath(path) in known:
+                continue
+            try:
+                memories.append(memfile.read_file(path))
+            except memfile.MemoryFileError as exc:
+                problems.extend(exc.problems)
         from forgemem.store.writing import fingerprint
 
         self._read.update((m.id, fingerprint(m)) for m in memories)

@@ -156,6 +156,14 @@ def test_entries_that_cannot_be_read_are_validate_problems(repo, cli):
     shown = subprocess.run([sys.executable, "-m", "forgemem", "show", "11111111"], cwd=repo.parent.parent,
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 2 and "proc-11111111.md" in shown.stderr and "Input/output error" in shown.stderr
+    # named on the command line (the FIFO too, and the folder again): each once, nothing blocks, no traceback
+    named = subprocess.run([sys.executable, "-m", "forgemem", "validate", "--json", str(folder / "fifo.md"),
+                            str(folder / "loop.md"), str(folder)], cwd=repo.parent.parent,
+                           capture_output=True, text=True, timeout=60)
+    assert named.returncode == 1 and "internal error" not in named.stderr
+    names = sorted(Path(p["path"]).name for p in json.loads(named.stdout)["problems"])
+    assert names == sorted(["proc-11111111.md", "dangling-22222222.md", "folder.md", "inside.md", "fifo.md",
+                            "loop.md"])
 
 
 @pytest.mark.skipif(os.getuid() == 0, reason="root reads files whatever their mode")
@@ -179,6 +187,10 @@ def test_add_refuses_text_over_the_file_limit_before_writing(repo, cli):
     assert result.code == 2
     assert "a memory file holds at most 1 MiB" in result.err
     assert sorted(repo.rglob("*")) == before  # nothing written
+    # under the limit alone, over it with its front matter: refused as well
+    result = cli("add", "-", "-c", "corrections", stdin="x" * (MAX_FILE_BYTES - 100))
+    assert result.code == 2 and "the memory file would be" in result.err and "at most 1 MiB" in result.err
+    assert sorted(repo.rglob("*")) == before
 
 
 def test_text_just_under_the_limit_is_written_and_can_be_shown_and_forgotten(repo, cli):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -89,6 +90,12 @@ def graph(
     out.print(tree)
 
 
+def _where(path: Path) -> Path:
+    """Where a file is, its folder resolved but not the file itself: a link named on the command line (or a
+    link to nowhere, or a loop) is the link."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
 @app.command()
 def validate(
     paths: list[Path] = typer.Argument(None, help="Files or folders to check (default: both stores)."),
@@ -97,17 +104,17 @@ def validate(
     """Check memory files; exit 1 if anything is wrong (usable as a pre-commit hook)."""
     paths = paths or []
     for path in paths:
-        if not path.exists():
+        if not os.path.lexists(path):  # a link to nowhere is there, and a problem
             raise UsageError(f"{path} does not exist")
     snap = state.workspace().load(extra_paths=paths, cache=False)
     problems = snap.problems
     if paths:
-        wanted = [p.resolve() for p in paths]
+        wanted = [_where(p) for p in paths]
         problems = [
             p
             for p in problems
             if p.path is not None
-            and any(p.path.resolve() == w or w in p.path.resolve().parents for w in wanted)
+            and any(_where(p.path) == w or w in _where(p.path).parents for w in wanted)
         ]
     checked = len({m.path for m in snap.memories} | {p.path for p in snap.problems if p.path is not None})
     if as_json:

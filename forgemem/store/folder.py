@@ -168,13 +168,14 @@ class FileRead:
     problems: list[Problem]
 
 
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
 #: `FileRead.sha256` of an entry that could not be read (then ": " and the reason)
 UNREADABLE = "unreadable"
 
 
 def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead | None]:
     import hashlib
+
+    from forgemem.store.memfile import cannot_read, not_a_file
 
     store = Store(scope, Path(memory_dir))
     reads: list[FileRead | None] = []
@@ -184,19 +185,18 @@ def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead 
             st, why = os.stat(path), None
         except OSError as exc:
             try:
-                st, why = os.lstat(path), _cannot(exc, path)
+                st, why = os.lstat(path), cannot_read(exc, path)
             except OSError:
                 reads.append(None)  # gone since it was listed
                 continue
         if why is None and not stat.S_ISREG(st.st_mode):
-            why = "a folder, not a memory file" if stat.S_ISDIR(st.st_mode) else (
-                f"not a regular file ({_KINDS.get(stat.S_IFMT(st.st_mode), 'a special file')}), so it is never read")
+            why = not_a_file(st.st_mode)
         data = None
         if why is None and st.st_size <= MAX_FILE_BYTES:
             try:
                 data = path.read_bytes()
             except OSError as exc:
-                why = _cannot(exc, path)
+                why = cannot_read(exc, path)
         if why is not None:
             problem = Problem(path, why)
             reads.append(FileRead(name, st.st_mtime_ns, st.st_size, f"{UNREADABLE}: {why}", None, [problem]))
@@ -209,17 +209,6 @@ def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead 
             sha = hashlib.sha256(data).hexdigest()
         reads.append(FileRead(name, st.st_mtime_ns, st.st_size, sha, memory, problems))
     return reads
-
-
-def _cannot(exc: OSError, path: Path) -> str:
-    """Why a file cannot be read, in words (a link says where it leads)."""
-    reason = exc.strerror or type(exc).__name__
-    if path.is_symlink():
-        try:
-            return f"cannot read: {reason} (a link to {os.readlink(path)})"
-        except OSError:
-            pass
-    return f"cannot read: {reason}"
 
 
 def user_memory_dir() -> Path:

@@ -9,7 +9,9 @@ newline), so loading and saving an untouched file gives the same bytes.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import unicodedata
 from dataclasses import replace
 from datetime import date, datetime
@@ -93,15 +95,39 @@ def _with_id(exc: MemoryFileError, data: bytes | str) -> MemoryFileError:
 def read_file(path: Path) -> Memory:
     """Parse one memory file; raises `MemoryFileError` listing every problem."""
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read for ever
+            raise MemoryFileError([Problem(path, not_a_file(st.st_mode))])
+        size = st.st_size
         if size > MAX_FILE_BYTES:
             with path.open("rb") as handle:
                 head = handle.read(MAX_FRONT_MATTER_CHARS + 1024)
             raise _with_id(MemoryFileError([Problem(path, too_large(size))]), head)
         data = path.read_bytes()
     except OSError as exc:
-        raise MemoryFileError([Problem(path, f"cannot read: {exc.strerror or exc}")]) from None
+        raise MemoryFileError([Problem(path, cannot_read(exc, path))]) from None
     return parse_bytes(data, path)
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+def not_a_file(mode: int) -> str:
+    """Why an entry named `*.md` that is no regular file is not read."""
+    if stat.S_ISDIR(mode):
+        return "a folder, not a memory file"
+    return f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}), so it is never read"
+
+
+def cannot_read(exc: OSError, path: Path) -> str:
+    """Why a file cannot be read, in words (a link says where it leads)."""
+    reason = exc.strerror or type(exc).__name__
+    if path.is_symlink():
+        try:
+            return f"cannot read: {reason} (a link to {os.readlink(path)})"
+        except OSError:
+            pass
+    return f"cannot read: {reason}"
 
 
 def too_large(size: int) -> str:
@@ -401,9 +427,10 @@ LIMIT_ADVICE = ("a memory file holds at most 1 MiB: split the text into several 
 
 
 def check_text_size(text: str) -> None:
-    """A usage error when a memory's text alone is over the file limit (checked before anything is written)."""
+    """A usage error when a memory's text alone is over the file limit (checked before anything else is done;
+    `dumps` checks the whole file)."""
     size = len(text.encode("utf-8", "replace"))
-    if size > MAX_FILE_BYTES - 1024:  # room for the front matter
+    if size > MAX_FILE_BYTES:
         raise UsageError(f"the text is {size} bytes; {LIMIT_ADVICE}")
 
 
