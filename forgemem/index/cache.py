@@ -30,7 +30,9 @@ read); a changed file is re-hashed and re-parsed only if its bytes changed; a
 memory is re-embedded only if its embedded text changed; deleted files leave
 the index; a different embedder (model or dimension) re-embeds everything.
 Writers hold a file lock (`<scope>.lock`); SQLite transactions keep readers
-consistent. A missing, truncated or corrupt cache is deleted and rebuilt.
+consistent. A missing, truncated or corrupt cache is deleted and rebuilt; something that is not a
+file where a cache file belongs is moved aside (`repair`), and either is said once. `problems`
+counts the files that gave no memory, without opening anything.
 """
 
 from __future__ import annotations
