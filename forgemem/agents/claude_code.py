@@ -72,7 +72,9 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
             capture_in_background(cwd, transcript)
         return ""
     except Exception as exc:  # noqa: BLE001 - hooks fail open
-        log(f"claude-code hook failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name})" if frame else ""
+        log(f"claude-code hook failed: {type(exc).__name__}: {exc}{where}")
         return ""
 
 

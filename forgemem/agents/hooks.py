@@ -31,7 +31,8 @@ def log_path() -> Path:
 
 
 def log(message: str) -> None:
-    """One line in the hooks log (private, secrets redacted); never raises."""
+    """One line in the hooks log per event (private, secrets redacted, a multi-line message joined with
+    " | "); the log is cut to its newer half, at a line, past LOG_LIMIT; never raises."""
     try:
         from forgemem.permissions import atomic_write_text, open_private_append
         from forgemem.store.redact import redact
@@ -39,10 +40,13 @@ def log(message: str) -> None:
         path = log_path()
         if path.exists() and path.stat().st_size > LOG_LIMIT:
             data = path.read_bytes()
-            atomic_write_text(path, data[len(data) // 2:].decode("utf-8", "replace"), private=True)
+            half = data[len(data) // 2:]
+            half = half[half.find(b"\n") + 1:]  # from the start of a line
+            atomic_write_text(path, half.decode("utf-8", "replace"), private=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        line = " | ".join(part.strip() for part in redact(message)[0].splitlines() if part.strip())
         with open_private_append(path) as handle:
-            handle.write(f"{stamp} {redact(message)[0]}\n")
+            handle.write(f"{stamp} {line}\n")
     except Exception:  # noqa: BLE001 - logging must never fail a hook
         pass
 
