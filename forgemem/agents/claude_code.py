@@ -30,6 +30,7 @@ from forgemem.agents.hooks import (
     recent_human_text,
 )
 from forgemem.agents.install import Change, Plan, _load_record, _read, _record_path, forgemem_command
+from forgemem.config import classifier_run
 from forgemem.errors import ForgememError, UsageError
 
 NAME = "claude-code"
@@ -41,7 +42,7 @@ SLASH_PROMPT = re.compile(r"\A\s*/forgemem(?=\s|\Z)")
 
 def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
     """Handle one Claude Code hook event; returns what to print (possibly nothing)."""
-    if os.environ.get("FORGEMEM_CLASSIFIER_RUN"):  # capture's own classifier run (classify.agent_cli): hands off
+    if classifier_run():  # capture's own classifier run (classify.agent_cli): hands off
         return ""
     try:
         payload = json.loads(stdin_text)
