@@ -187,7 +187,7 @@ def export_file(workspace: Workspace, fmt: str, cwd: Path, *, output: Path | Non
     result = ExportResult(fmt, path, changed, False, not exists, selection)
     if check or not changed:
         return result
-    if exists and not os.access(path, os.W_OK):
+    if exists and (not path.stat().st_mode & 0o222 or not os.access(path, os.W_OK)):  # no write bit: even root keeps off
         raise InputError(f"{name} is read-only; nothing was written (make it writable, or use --check to "
                          "only compare)")
     from forgemem.permissions import atomic_write_text

@@ -171,14 +171,13 @@ def plan(snap: Snapshot, rules: dict[str, list[Rule]]) -> list[Item]:
             else:
                 open_rules.append(rule)
         gone = [m for m in chains if m.id not in accounted and not m.retracted]
-        for rule, memory in _pair(open_rules, gone):
-            if memory is None:
+        for rule, old in _pair(open_rules, gone):
+            if old is None:
                 item = Item("new", key, rule)
                 pending[normalise(redact(normalize_body(rule.text))[0])] = item
             else:
-                item = Item("changed", key, rule, memory, memory.category, memory.scope,
-                            f"a new version of {memory.short_id()}")
-                gone.remove(memory)
+                item = Item("changed", key, rule, old, old.category, old.scope, f"a new version of {old.short_id()}")
+                gone.remove(old)
             mine_items.append(item)
         mine_items.sort(key=lambda i: i.rule.start if i.rule is not None else -1)
         items += mine_items + [Item("removed", key, None, m) for m in gone]
@@ -203,7 +202,8 @@ def _pair(rules: list[Rule], gone: list[Memory]) -> list[tuple[Rule, Memory | No
         text = normalise(rule.text)
         mine = set(_WORDS.findall(text))
         for g, memory in enumerate(gone):
-            source = memory.extra.get("source") if isinstance(memory.extra.get("source"), dict) else {}
+            found = memory.extra.get("source")
+            source: dict[str, Any] = found if isinstance(found, dict) else {}
             if rule.extra.get("id") and source.get("id") == rule.extra["id"]:
                 scored.append((2.0, r, g))
                 continue
