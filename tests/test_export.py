@@ -88,7 +88,9 @@ def test_cursor_rules_json_filters_and_budget(repo, cli):
     data = mdc.read_bytes()
     assert data.startswith(b"---\ndescription: ") and b"alwaysApply: true\n---\n" in data
     assert cli("export", "--format", "cursor-rules").code == 0 and mdc.read_bytes() == data
-    assert "forgemem.mdc" not in cli("init").out  # forgemem's own file is never offered for import
+    (mdc.parent / "style.mdc").write_text("- Keep handlers thin.\n")
+    offered = cli("init").out
+    assert ".cursor/rules/style.mdc" in offered and "forgemem.mdc" not in offered  # its own file: never offered
 
     records = json.loads(cli("export", "--format", "json").out)
     assert len(records) == 4 and {r["scope"] for r in records} == {"repo", "user"}
@@ -156,8 +158,11 @@ def test_init_prints_the_exact_import_command_and_never_asks_without_a_terminal(
     odd = repo / ".cursor" / "rules" / "it's $(touch pwned).mdc"
     odd.parent.mkdir(parents=True)
     odd.write_text("- Keep handlers thin.\n")
+    secret = repo.parent / "id_rsa"  # a repository's link to a file of yours is never offered
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (repo / "GEMINI.md").symlink_to(secret)
     result = cli("init")
-    assert result.code == 0
+    assert result.code == 0 and "GEMINI.md" not in result.out
     [command] = [line.strip() for line in result.out.splitlines() if line.strip().startswith("forgemem import")]
     args = shlex.split(command)
     assert args[2:] == ["CLAUDE.md", ".cursor/rules/it's $(touch pwned).mdc"]

@@ -143,12 +143,10 @@ def plan(snap: Snapshot, rules: dict[str, list[Rule]]) -> list[Item]:
         mine_items: list[Item] = []
         mine = [m for m in snap.memories if _source_file(m) == key]
         known: dict[str, Memory] = {normalise(m.body): m for m in mine}
-        chains: list[Memory] = []  # the current memory of each chain that came from this file
+        chains: dict[str, Memory] = {}  # the current memory of each chain that came from this file
         for memory in mine:
             for head_id in snap.graph.head_of(memory.id):
-                head = snap.graph.memories[head_id]
-                if head not in chains:
-                    chains.append(head)
+                chains.setdefault(head_id, snap.graph.memories[head_id])
         accounted: set[str] = set()
         open_rules: list[Rule] = []
         seen: set[str] = set()
@@ -170,7 +168,7 @@ def plan(snap: Snapshot, rules: dict[str, list[Rule]]) -> list[Item]:
                 mine_items.append(Item("duplicate", key, rule, why=f"the same as {first.file}:{first.rule.lines}"))
             else:
                 open_rules.append(rule)
-        gone = [m for m in chains if m.id not in accounted and not m.retracted]
+        gone = [m for m in chains.values() if m.id not in accounted and not m.retracted]
         for rule, old in _pair(open_rules, gone):
             if old is None:
                 item = Item("new", key, rule)
@@ -210,7 +208,10 @@ def _pair(rules: list[Rule], gone: list[Memory]) -> list[tuple[Rule, Memory | No
             overlap = len(mine & words[g]) / len(mine | words[g]) if mine | words[g] else 0.0
             if overlap < 0.2:
                 continue
-            ratio = difflib.SequenceMatcher(None, text, normalise(memory.body)).ratio()
+            matcher = difflib.SequenceMatcher(None, text, normalise(memory.body))
+            if matcher.quick_ratio() < SIMILAR_IN_SECTION:  # an upper bound, cheap: most pairs stop here
+                continue
+            ratio = matcher.ratio()
             same_section = bool(rule.section) and source.get("section") == rule.section
             if ratio >= SIMILAR or (same_section and ratio >= SIMILAR_IN_SECTION):
                 scored.append((ratio + (0.1 if same_section else 0.0), r, g))
