@@ -235,3 +235,22 @@ def test_the_embedding_model_decides_when_it_is_there(git_repo, monkeypatch, rea
     assert scopes["Money is an integer number of cents, never a float."] == "repo"
     assert scopes["I prefer short answers with the diff first, explanation after."] == "user"
     assert all(i.category != "corrections" for i in report.items)
+
+
+def test_a_personal_rule_from_one_repository_is_not_taken_for_another(repo, cli, monkeypatch, tmp_path):
+    cli("import", "CLAUDE.md")
+    mine = memories(repo)["I prefer short answers with the diff first, explanation after."]
+    assert mine.scope == "user" and mine.extra["source"]["file"] == "project/CLAUDE.md"  # /tmp/pytest-of-USER/…
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert cli("init").code == 0
+    (other / "CLAUDE.md").write_text("- I prefer short answers with the explanation first, diff after.\n")
+    report = cli("import", "--json").json()
+    assert report["counts"] == {"new": 1, "changed": 0, "unchanged": 0, "duplicate": 0, "removed": 0}
+    monkeypatch.chdir(repo)
+    assert cli("import", "CLAUDE.md", "--json").json()["counts"]["removed"] == 0
+    exported = cli("export", "--format", "claude-md", "--scope", "user", "--json").json()
+    theirs = [m["id"] for m in cli("list", "--scope", "user", "--json").json()
+              if m["source"]["file"] == "other/CLAUDE.md"]
+    assert exported["memories"] == theirs and exported["echoed"] >= 1  # its own: not echoed; the other's: in

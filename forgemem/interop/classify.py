@@ -5,8 +5,10 @@ are asked of it: which category, and which store. Two answers differ from captur
 read from a file is never a correction (nobody is reacting to an agent's work), and it is a
 fact about the user only when it says so ("I …", "my …", "the user …"; exports written in the
 third person are exempt). Scope comes from `learned.scope_for` (explicit cues, the repository's
-own paths and commands, then the model; the repo when unsure), unless the file decides it: a
-personal instruction file (`~/.claude/CLAUDE.md`) is the user's.
+own paths and commands; the repo when unsure) without the content model's guess: a rule written into
+a repository's file belongs to the repository unless it says it is personal ("I prefer …", "in all
+my projects") or is a fact about the user. Where the file decides, it decides: a personal
+instruction file (`~/.claude/CLAUDE.md`) and other tools' memories are the user's.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def classify(rules: Sequence[Rule], embedder=None, has_repo: bool = True) -> lis
             scope, why = rule.scope, "decided by where it came from (a personal file, another tool's memories)"
         elif not has_repo:
             scope, why = "user", "no repo store"
-        else:
-            scope, why = scope_for(text, category, decision.user_p, has_repo, sure)
+        else:  # a rule in a repository's file is the repository's unless it says otherwise: cues, not the model
+            scope, why = scope_for(text, category, 0.0, has_repo, 0.0)
         verdicts.append(Verdict(category, scope, f"{category} {sure:.2f}; {scope}: {why}"))
     return verdicts

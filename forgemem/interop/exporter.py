@@ -77,15 +77,21 @@ def select(snap: Snapshot, *, scope: str | None = None, category: str | None = N
         raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
     if category is not None and category not in CATEGORIES:
         raise UsageError(f"unknown category {category!r} (expected one of: {', '.join(CATEGORIES)})")
+    from forgemem.interop.importer import personal_key
+
     chosen = []
     echoed = 0
+    names: set[str] = set()  # how provenance names the target (in the repo store, in the user store)
+    if target is not None:
+        key = reading.file_key(target, root)
+        names = {key, personal_key(key, root)}
     for memory in snap.heads():
         if memory.status == PROPOSED or (scope and memory.scope != scope) or (category and memory.category != category) \
                 or (tag and tag not in memory.tags):
             continue
         source = memory.extra.get("source")
-        if target is not None and isinstance(source, dict) and source.get("file") \
-                and reading.same_file(reading.key_path(str(source["file"]), root), target):
+        if target is not None and isinstance(source, dict) and source.get("file") and (
+                str(source["file"]) in names or reading.same_file(reading.key_path(str(source["file"]), root), target)):
             echoed += 1
             continue
         chosen.append(memory)

@@ -128,7 +128,19 @@ def read_rules(paths: Sequence[Path], root: Path | None, fmt: str | None = None)
     return result
 
 
-def plan(snap: Snapshot, rules: dict[str, list[Rule]]) -> list[Item]:
+def personal_key(key: str, root: Path | None) -> str:
+    """How a memory in the user store names a repository's file: from the home folder (`~/src/shop/CLAUDE.md`),
+    or from the repository's folder (`shop/CLAUDE.md`), so that one repository's `CLAUDE.md` is never taken
+    for another's."""
+    if root is None or key.startswith("~/") or Path(key).is_absolute():
+        return key
+    shown = reading.file_key(root / key, None)
+    # where the full path would show the user's name, provenance keeps the file name alone: the repository's
+    # folder name goes with it
+    return shown if "/" in shown else f"{root.name}/{key}"
+
+
+def plan(snap: Snapshot, rules: dict[str, list[Rule]], root: Path | None = None) -> list[Item]:
     """What importing these rules would do, file by file (category and scope of new ones still open)."""
     from forgemem.store.model import normalize_body
     from forgemem.store.redact import redact
@@ -141,7 +153,8 @@ def plan(snap: Snapshot, rules: dict[str, list[Rule]]) -> list[Item]:
     pending: dict[str, Item] = {}  # new in this import, by text: the same rule in a second file is a duplicate
     for key, found in rules.items():
         mine_items: list[Item] = []
-        mine = [m for m in snap.memories if _source_file(m) == key]
+        keys = {"repo": key, "user": personal_key(key, root)}
+        mine = [m for m in snap.memories if _source_file(m) == keys.get(m.scope)]
         known: dict[str, Memory] = {normalise(m.body): m for m in mine}
         chains: dict[str, Memory] = {}  # the current memory of each chain that came from this file
         for memory in mine:
@@ -243,7 +256,7 @@ def import_files(workspace: Workspace, paths: Sequence[Path], cwd: Path, fmt: st
                              ".cursor/rules/*.mdc, .github/copilot-instructions.md): name the files to import")
     rules = read_rules(paths, root, fmt)
     snap = workspace.load()
-    items = plan(snap, rules)
+    items = plan(snap, rules, root)
     report = ImportReport(list(rules), items, dry_run)
     new = [i for i in items if i.action == "new"]
     if new:
@@ -262,6 +275,9 @@ def import_files(workspace: Workspace, paths: Sequence[Path], cwd: Path, fmt: st
     for done, item in enumerate(to_write, start=1):
         assert item.rule is not None
         rule = item.rule
+        source = rule.source()
+        if (item.scope if item.action == "new" else item.memory.scope if item.memory else None) == "user":
+            source["file"] = personal_key(rule.file, root)
         memory, found = workspace.add(
             rule.text,
             scope=item.scope if item.action == "new" else None,
@@ -269,7 +285,7 @@ def import_files(workspace: Workspace, paths: Sequence[Path], cwd: Path, fmt: st
             tags=rule.tags or (item.memory.tags if item.memory is not None else ()),
             supersedes=[item.memory.id] if item.action == "changed" and item.memory is not None else (),
             trigger="import",
-            source=rule.source(),
+            source=source,
             snapshot=snap,
         )
         item.written = memory
