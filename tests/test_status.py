@@ -16,7 +16,7 @@ from forgemem.capture.observer import ObserverState, state_path
 from forgemem.store.model import PROPOSED
 from forgemem.workspace import Workspace, init_forge_dir
 
-from .conftest import ROOT, git
+from .conftest import ROOT
 
 
 def status(cli) -> dict:

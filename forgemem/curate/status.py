@@ -132,7 +132,7 @@ def stores_report(workspace: Workspace, root: Path | None = None) -> tuple[dict,
 
     memories: list[Memory] = []
     problems: list[Problem] = []
-    stores = {}
+    stores: dict[str, dict[str, Any]] = {}
     for scope in ("repo", "user"):
         store = workspace.stores.get(scope)
         if store is None:
