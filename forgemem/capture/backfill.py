@@ -49,10 +49,18 @@ META_LINE_BYTES = 8 * 1024 * 1024  # a session_meta line longer than this is not
 
 @dataclass(frozen=True)
 class Found:
-    """A transcript to capture, and the agent that wrote it (None: named by the user, format detected)."""
+    """A transcript to capture, the agent that wrote it (None: named by the user, format detected), and the
+    folder it was found in (its name is shown relative to it)."""
 
     path: Path
     agent: str | None = None
+    base: Path | None = None
+
+    @property
+    def name(self) -> str:
+        if self.base is not None and self.base in self.path.parents:
+            return self.path.relative_to(self.base).as_posix()
+        return self.path.name
 
 
 # ------------------------------------------------------------------ where agents keep sessions
@@ -144,13 +152,14 @@ def discover(root: Path, home: Path | None = None) -> list[Found]:
     """Every transcript of this repository's past sessions the agents kept (not yet filtered by format)."""
     home = home or Path.home()
     root = root.absolute()
-    found = [Found(p, "claude-code") for p in _files(claude_code_folder(root, home))]
-    found += [Found(p, "codex") for p in codex_sessions(root, home)]
+    claude = claude_code_folder(root, home)
+    found = [Found(p, "claude-code", claude) for p in _files(claude)]
+    found += [Found(p, "codex", codex_home(home)) for p in codex_sessions(root, home)]
     for folder in gemini_folders(root, home):
-        found += [Found(p, "gemini") for p in _files(folder)]
+        found += [Found(p, "gemini", folder) for p in _files(folder)]
     aider = root / ".aider.chat.history.md"
     if aider.is_file():
-        found.append(Found(aider, "aider"))
+        found.append(Found(aider, "aider", root))
     unique = {f.path: f for f in found}
     return list(unique.values())
 
@@ -158,7 +167,7 @@ def discover(root: Path, home: Path | None = None) -> list[Found]:
 def under(path: Path) -> list[Found]:
     """The transcripts named by PATH: the file itself, or every candidate file below the folder."""
     path = path.expanduser().absolute()
-    return [Found(p) for p in (_files(path) if path.is_dir() else [path])]
+    return [Found(p, base=path) for p in _files(path)] if path.is_dir() else [Found(path, base=path.parent)]
 
 
 def oldest_first(found: list[Found]) -> list[Found]:
@@ -179,6 +188,7 @@ class TranscriptResult:
     path: str
     agent: str | None
     format: str | None
+    name: str = ""  # the path as shown: within the folder the agent keeps sessions in
     status: str = "captured"  # captured | done before | failed | busy
     turns: int = 0
     passes: int = 0
@@ -284,7 +294,7 @@ def backfill(observer: Observer, transcripts: list[Found], on_progress: Progress
     ordered = oldest_first([f for f in transcripts if formats[f.path] is not None])
     summary.ignored = len(transcripts) - len(ordered)
     for number, found in enumerate(ordered, start=1):
-        result = TranscriptResult(str(found.path), found.agent, formats[found.path])
+        result = TranscriptResult(str(found.path), found.agent, formats[found.path], found.name)
         summary.transcripts.append(result)
         if is_done(observer, found.path):
             result.status = "done before"

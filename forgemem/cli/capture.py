@@ -239,7 +239,7 @@ class _BackfillProgress:
                 self.bar.start()
                 self.task = self.bar.add_task("", total=total)
             self.bar.update(self.task, completed=number if finished else number - 1,
-                            description=escape(f"{counts} · {_short_path(result.path)}"))
+                            description=escape(f"{counts} · {result.name}"))
             if finished and result.status != "done before":
                 self.bar.console.print(_transcript_line(number, total, result))
         elif finished:
@@ -257,7 +257,7 @@ def _transcript_line(number: int, total: int, result) -> str:
         detail = f"{result.passes} pass(es), {result.written} written"
         if result.failed:
             detail += f", {result.failed} failed"
-    return escape(f"[{number}/{total}] {result.agent or result.format or '?'} {_short_path(result.path)}: {detail}")
+    return escape(f"[{number}/{total}] {result.agent or result.format or '?'} {result.name}: {detail}")
 
 
 def _print_backfill_summary(summary) -> None:
@@ -280,7 +280,7 @@ def _print_backfill_summary(summary) -> None:
               f"{data['failed_passes']} pass(es) failed")
     for result in summary.transcripts:
         for error in result.errors[:3]:
-            warn(f"{_short_path(result.path)}: {error}")
+            warn(f"{result.name}: {error}")
     if data["proposed"] and written:
         out.print(f"capture_review is on: the {written} new memor{'y waits' if written == 1 else 'ies wait'} "
                   "for you in `forgemem review` (accept with `forgemem review --accept ID`)")
