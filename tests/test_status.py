@@ -61,7 +61,7 @@ def test_counts_conflicts_broken_files_stale_and_proposed(cli, here, isolated_ho
     assert report["stores"]["user"]["exists"] is False
     assert report["next"] == "1 memory file cannot be read: forgemem validate"  # the most pressing first
     (here / ".forge" / "memory" / "broken.md").unlink()
-    assert status(cli)["next"].startswith("1 conflict between memories wait: forgemem conflicts")
+    assert status(cli)["next"].startswith("1 conflict between memories waits: forgemem conflicts")
 
 
 def test_status_writes_nothing_and_starts_no_server(cli, here, isolated_home, tmp_path, monkeypatch):

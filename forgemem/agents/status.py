@@ -59,10 +59,10 @@ def next_action(report: dict) -> str:
         return f"{_n(report['broken_files'], 'memory file')} cannot be read: forgemem validate"
     if report["conflicts"] or report["forks"]:
         count = len(report["conflicts"]) + len(report["forks"])
-        return f"{_n(count, 'conflict')} between memories wait: forgemem conflicts, then forgemem resolve ID"
+        return f"{_n(count, 'conflict')} between memories {_wait(count)}: forgemem conflicts, then forgemem resolve ID"
     proposed = sum(s.get("proposed", 0) for s in stores.values())
     if proposed:
-        return f"{_n(proposed, 'proposed memory', 'proposed memories')} wait: forgemem review"
+        return f"{_n(proposed, 'proposed memory', 'proposed memories')} {_wait(proposed)}: forgemem review"
     failed = report["observer"]["passes"]["failed"]
     if failed:
         return f"{_n(failed, 'capture pass', 'capture passes')} failed: forgemem observe --status"
@@ -75,6 +75,10 @@ def next_action(report: dict) -> str:
         ids = len({s["id"] for s in report["stale"]})
         return f"{_n(ids, 'memory', 'memories')} name paths or symbols that moved on: forgemem doctor"
     return "nothing needs you"
+
+
+def _wait(count: int) -> str:
+    return "waits" if count == 1 else "wait"
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:

@@ -27,22 +27,23 @@ def _print(report: dict) -> None:
     for scope, store in report["stores"].items():
         label = "[cyan]repo[/]" if scope == "repo" else "[magenta]user[/]"
         if not store["exists"]:
-            out.print(f"{label}  {escape(store['path'])}: none yet")
+            out.print(f"{label}  {escape(_shown(store['path'], report['root']))}: none yet")
             continue
         counts = f"{store['current']} current, {store['versions']} older versions"
         if store["proposed"]:
             counts += f", [yellow]{store['proposed']} proposed (awaiting review)[/]"
         if store["retracted"]:
             counts += f", {store['retracted']} retracted"
-        out.print(f"{label}  {escape(store['path'])}: {counts}; index {_index(store['index'])}")
-    problems = (f"{len(report['conflicts'])} conflicts, {len(report['forks'])} forks, "
-                f"{report['broken_files']} broken files, {len({s['id'] for s in report['stale']})} stale memories")
-    out.print(problems)
+        out.print(f"{label}  {escape(_shown(store['path'], report['root']))}: {counts}; index {_index(store['index'])}")
+    stale = {s["id"]: s for s in reversed(report["stale"])}  # one finding per memory (its first)
+    out.print(", ".join(_n(n, one, many) for n, one, many in (
+        (len(report["conflicts"]), "conflict", "conflicts"), (len(report["forks"]), "fork", "forks"),
+        (report["broken_files"], "broken file", "broken files"), (len(stale), "stale memory", "stale memories"))))
     for a, b in report["conflicts"][:3]:
         out.print(f"  [yellow]conflict[/] {short(a)} contradicts {short(b)}")
     for problem in report["problems"][:3]:
         out.print(f"  [red]broken[/] {escape(problem['path'] or '?')}: {escape(problem['reason'])}")
-    for finding in report["stale"][:3]:
+    for finding in list(reversed(stale.values()))[:3]:
         out.print(f"  [yellow]stale[/] {short(finding['id'])}: {escape(finding['detail'])}")
     server = report["server"]
     if not server["enabled"]:
@@ -56,6 +57,20 @@ def _print(report: dict) -> None:
                       f" {_install(i)}" for i in report["installs"])
     out.print(f"hooks: {escape(hooks)}")
     out.print(f"[bold]next:[/] {escape(report['next'])}")
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _shown(path: str, root: str | None) -> str:
+    """A path inside the repository relative to it, one in the home folder as `~/…`."""
+    from pathlib import Path
+
+    for base, prefix in ((root, ""), (str(Path.home()), "~/")):
+        if base and Path(base) in Path(path).parents:
+            return prefix + Path(path).relative_to(base).as_posix()
+    return path
 
 
 def _index(index: dict) -> str:
