@@ -174,6 +174,14 @@ def test_path_limits_the_backfill_and_bad_usage_is_one_sentence(cli, project, is
     assert both.code == 2 and "--backfill goes without --once" in both.err
 
 
+def test_a_repository_without_a_store_is_told_to_init_first(cli, git_repo, isolated_home, monkeypatch):
+    monkeypatch.chdir(git_repo)
+    place_session(git_repo, isolated_home, "a.jsonl", "Always use uv, never pip.", mtime=1_000_000_000)
+    result = cli("observe", "--backfill")
+    assert result.code == 2 and "run `forgemem init` first" in result.err
+    assert not (git_repo / ".forge").exists()
+
+
 def test_nothing_found_says_where_it_looked(cli, project, monkeypatch):
     monkeypatch.chdir(project)
     result = cli("observe", "--backfill")

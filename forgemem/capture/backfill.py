@@ -279,7 +279,11 @@ def run(workspace: Workspace, root: Path, path: Path | None = None, fmt: str | N
         on_notice: Callable[[str], None] | None = None) -> Summary:
     """`forgemem observe --backfill [PATH]`: this repository's past sessions (or PATH's transcripts), captured."""
     from forgemem.capture.capturer import Capturer
+    from forgemem.errors import UsageError
 
+    if workspace.pending_repo is not None:  # its state must live where every later run finds it
+        raise UsageError("this repository has no memory store yet: run `forgemem init` first "
+                         "(the backfill writes its memories there)")
     found = under(path) if path is not None else discover(root)
     capturer = Capturer(workspace) if found else None  # a bad classifier setting fails here, not in every pass
     observer = Observer(workspace, fmt=fmt, cadence=cadence, capturer=capturer, on_notice=on_notice)
