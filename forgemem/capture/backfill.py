@@ -189,7 +189,7 @@ class TranscriptResult:
     agent: str | None
     format: str | None
     name: str = ""  # the path as shown: within the folder the agent keeps sessions in
-    status: str = "captured"  # captured | done before | failed | busy
+    status: str = "captured"  # captured | done before | failed | busy (left for another process, or a later run)
     turns: int = 0
     passes: int = 0
     written: int = 0
@@ -339,11 +339,9 @@ def _capture(observer: Observer, path: Path, result: TranscriptResult, summary: 
             after_pass()
         if not ran:
             break
-    waiting = state.connection.execute(
-        "SELECT COUNT(*) FROM passes WHERE path = ? AND status IN ('pending', 'running')", (str(path),)).fetchone()[0]
     if result.failed or result.errors:
         result.status = "failed"
-    elif waiting:
+    elif not is_done(observer, path):  # another process holds its passes, or held the state too long
         result.status = "busy"
 
 

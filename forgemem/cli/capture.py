@@ -252,7 +252,8 @@ class _BackfillProgress:
 
 
 def _transcript_line(number: int, total: int, result) -> str:
-    detail = {"done before": "captured before", "busy": "another process is capturing it"}.get(result.status)
+    detail = {"done before": "captured before",
+              "busy": "left unfinished (another process holds it, or it grew meanwhile): run again"}.get(result.status)
     if detail is None:
         detail = f"{result.passes} pass(es), {result.written} written"
         if result.failed:
@@ -265,7 +266,7 @@ def _print_backfill_summary(summary) -> None:
     data = summary.to_dict()
     out.print(f"{data['found']} transcript(s): {data['captured']} captured now, {data['done_before']} captured before"
               + (f", {data['failed']} with failures" if data["failed"] else "")
-              + (f", {data['busy']} being captured by another process" if data["busy"] else ""))
+              + (f", {data['busy']} left unfinished (run again)" if data["busy"] else ""))
     if data["by_scope_and_category"]:
         from rich.table import Table
 
