@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextvars import ContextVar
 from pathlib import Path
 
 from forgemem.config import user_cache_dir
@@ -24,6 +25,8 @@ from forgemem.config import user_cache_dir
 LOG_NAME = "hooks.log"
 LOG_LIMIT = 256 * 1024  # the log is cut in half when it grows past this
 RECENT_TURNS = 3  # human turns used as the query after a compaction
+#: the agent's session id of the event being handled, for the hooks log's injection line (`forgemem stats --tokens`)
+_SESSION: ContextVar[str | None] = ContextVar("forgemem_hook_session", default=None)
 
 
 def log_path() -> Path:
@@ -52,7 +55,12 @@ def log(message: str) -> None:
 
 
 def _payload_cwd(payload: dict) -> Path:
-    """The project folder the event is about (the hook's own folder when the payload names none)."""
+    """The project folder the event is about (the hook's own folder when the payload names none).
+
+    Every agent's handler starts with this call, so it also notes the event's session id for the log lines.
+    """
+    session = payload.get("session_id")
+    _SESSION.set(session if isinstance(session, str) and len(session) <= 200 else None)
     named = payload.get("cwd")
     if isinstance(named, str) and named and Path(named).is_dir():
         return Path(named)
@@ -108,8 +116,9 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=
     if not answer.get("ok"):
         log(f"recall failed: {answer.get('error')}")
         return ""
-    log(f"injected {len(answer['ids'])} memories, {answer['tokens']} tokens, "
-        f"{1000 * (time.monotonic() - started):.0f} ms")
+    from forgemem.usage import injection_message
+
+    log(injection_message(answer["ids"], answer["tokens"], 1000 * (time.monotonic() - started), _SESSION.get()))
     return answer["context"]
 
 
