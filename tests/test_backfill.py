@@ -44,11 +44,8 @@ def codex_rollout(cwd: str, text: str = "From now on always run the linter befor
 
 
 @pytest.fixture
-def project(git_repo) -> Path:
-    init_forge_dir(git_repo / ".forge")
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "forge")
-    return git_repo
+def project(empty_store_repo) -> Path:
+    return empty_store_repo
 
 
 # ------------------------------------------------------------------ where the sessions are
