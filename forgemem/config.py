@@ -60,6 +60,43 @@ def user_cache_dir() -> Path:
     return forge_home() / CACHE_DIR
 
 
+# ------------------------------------------------------------------ the environment (read here only)
+
+
+def user_dir_override() -> Path | None:
+    """`FORGEMEM_USER_DIR`: the user store somewhere else than `~/.forge/memory`."""
+    value = os.environ.get("FORGEMEM_USER_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def repo_dir_override() -> Path | None:
+    """`FORGEMEM_REPO_DIR`: the repo store named outright instead of found by walking up."""
+    value = os.environ.get("FORGEMEM_REPO_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def model_cache_override() -> Path | None:
+    """`FORGEMEM_MODEL_CACHE`: where exported models live, instead of `~/.forge/cache/models`."""
+    value = os.environ.get("FORGEMEM_MODEL_CACHE")
+    return Path(value).expanduser() if value else None
+
+
+def embeddings_disabled() -> bool:
+    """`FORGEMEM_NO_EMBEDDINGS`: lexical search only, no model loaded."""
+    return bool(os.environ.get("FORGEMEM_NO_EMBEDDINGS"))
+
+
+def classifier_run() -> bool:
+    """`FORGEMEM_CLASSIFIER_RUN`: this process is capture's own agent-CLI classifier run; its hooks
+    must do nothing (it must never capture itself)."""
+    return bool(os.environ.get("FORGEMEM_CLASSIFIER_RUN"))
+
+
+def debug() -> bool:
+    """`FORGEMEM_DEBUG`: print the traceback of an unexpected error."""
+    return bool(os.environ.get("FORGEMEM_DEBUG"))
+
+
 @dataclass(frozen=True)
 class Config:
     cadence_turns: int = 5

@@ -1,4 +1,5 @@
-"""Usage data: which memories recalls returned, and what `forgemem feedback` said of them.
+"""Usage data: which memories recalls returned, and what `forgemem feedback` said of them; and the
+tokens the hooks injected (`token_report`, from the hooks log).
 
 This is the user's own data, not derived from the memory files, so it does not
 live in the rebuildable cache: `index --rebuild`, doctor's repair, a corrupt
@@ -15,6 +16,8 @@ cache is moved here the first time a store's usage is opened.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -141,3 +144,76 @@ class Usage:
         """memory id -> (useful, wrong) marks from `forgemem feedback`."""
         return {memory_id: (useful, wrong) for memory_id, useful, wrong in
                 self.db.execute("SELECT memory_id, useful, wrong FROM feedback")}
+
+
+# ------------------------------------------------------------------ tokens injected (from the hooks log)
+
+#: the JSON part of a hooks-log injection line: `<time> injected N memories, T tokens, M ms {"event": "injected", …}`
+_INJECTED = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d) injected (\d+) memories, (\d+) tokens\b[^{]*(\{"event": "injected".*\})?$')
+TOP = 10
+
+
+def injection_message(ids: list[str], tokens: int, ms: float, session: str | None) -> str:
+    """The hooks log's line for one injection (after its time stamp): the counts for people, then one JSON
+    object for `forgemem stats --tokens`: memory ids, tokens, the agent's session id. Never memory text."""
+    data = {"event": "injected", "session": session if isinstance(session, str) else None, "tokens": tokens,
+            "ids": list(ids), "ms": round(ms)}
+    return f"injected {len(ids)} memories, {tokens} tokens, {ms:.0f} ms {json.dumps(data)}"
+
+
+def token_report(log: Path, current: list[str], top: int = TOP) -> dict:
+    """Tokens injected per session and per day, the memories injected most, and the current memories
+    (`current`: their ids) never injected, from the hooks log at `log`.
+
+    The log keeps its newest 256 KiB (`forgemem.agents.hooks`), so the figures cover the time since its
+    first line (`since`). Lines written before injections named their memories count in the totals and
+    per day only.
+    """
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    sessions: dict[str, dict] = {}
+    days: dict[str, dict] = {}
+    counts: dict[str, int] = {}
+    since = None
+    injections = tokens = 0
+    for line in text.splitlines():
+        stamp = line[:19]
+        if since is None and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$", stamp):
+            since = stamp
+        found = _INJECTED.match(line)
+        if found is None or found.group(2) == "0":
+            continue  # not an injection, or one with nothing in it
+        spent = int(found.group(3))
+        data: dict = {}
+        if found.group(4):
+            try:
+                data = json.loads(found.group(4))
+            except ValueError:
+                data = {}
+        injections += 1
+        tokens += spent
+        day = days.setdefault(stamp[:10], {"day": stamp[:10], "injections": 0, "tokens": 0})
+        day["injections"] += 1
+        day["tokens"] += spent
+        session = data.get("session") if isinstance(data.get("session"), str) else None
+        entry = sessions.setdefault(session or "", {"session": session, "injections": 0, "tokens": 0,
+                                                     "first": stamp, "last": stamp})
+        entry["injections"] += 1
+        entry["tokens"] += spent
+        entry["last"] = stamp
+        for memory_id in data.get("ids") or []:
+            if isinstance(memory_id, str):
+                counts[memory_id] = counts.get(memory_id, 0) + 1
+    most = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return {
+        "log": str(log),
+        "since": since,
+        "injections": injections,
+        "tokens": tokens,
+        "per_session": sorted(sessions.values(), key=lambda s: s["last"], reverse=True),
+        "per_day": sorted(days.values(), key=lambda d: d["day"]),
+        "most_injected": [{"id": i, "injections": n} for i, n in most],
+        "never_injected": [i for i in current if i not in counts],
+    }

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from forgemem.config import FORGE_DIR, MEMORY_DIR, Config, load_layers
+from forgemem.config import FORGE_DIR, MEMORY_DIR, Config, load_layers, repo_dir_override
 from forgemem.errors import ForgememError, Problem, UsageError, require_choice
 from forgemem.store.folder import (  # noqa: F401 - init_forge_dir, default_forge_dir: used from here
     Store,
@@ -132,8 +132,8 @@ class Workspace:
         knowledge about a repository never lands in the personal store for want of a folder.
         """
         cwd = Path(cwd) if cwd else Path.cwd()
-        user = Path(user_dir or os.environ.get("FORGEMEM_USER_DIR") or user_memory_dir())
-        repo_override = repo_dir or os.environ.get("FORGEMEM_REPO_DIR")
+        user = Path(user_dir or user_memory_dir())  # FORGEMEM_USER_DIR is honoured there
+        repo_override = repo_dir or repo_dir_override()
         skipped: list[str] = []
         repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user, skipped=skipped)
         pending = None

@@ -90,6 +90,17 @@ def git_repo(tmp_path) -> Path:
 
 
 @pytest.fixture
+def empty_store_repo(git_repo) -> Path:
+    """A git project with an empty repo store (`forgemem init`), committed."""
+    from forgemem.workspace import init_forge_dir
+
+    init_forge_dir(git_repo / ".forge")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "forge")
+    return git_repo
+
+
+@pytest.fixture
 def project(git_repo) -> Path:
     """A git project whose repo store is a copy of the sample store (without any cache of it)."""
     import shutil

@@ -411,3 +411,19 @@ def test_codex_notify_captures_from_the_sessions_rollout(cli, project, isolated_
     assert "pnpm" in new.read_text()
     assert cli("hook", "codex", "{broken").code == 0  # fails open
     assert "codex hook failed" in hooks.log_path().read_text()
+
+
+def test_the_hooks_log_holds_one_line_per_event_and_stays_bounded(monkeypatch):
+    from forgemem.agents import hooks
+
+    monkeypatch.setattr(hooks, "LOG_LIMIT", 4096)
+    hooks.log("first line\nTraceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom")
+    [line] = hooks.log_path().read_text().splitlines()
+    assert line.endswith("first line | Traceback (most recent call last): | File \"x.py\", line 1 | ValueError: boom")
+    for n in range(400):
+        hooks.log(f"event {n} " + "x" * 40)
+    text = hooks.log_path().read_text()
+    assert len(text.encode()) < 2 * 4096 + 200
+    lines = text.splitlines()
+    assert all(line[:4].isdigit() and line[4] == "-" for line in lines)  # every line whole, with its time
+    assert lines[-1].split(" ", 1)[1].startswith("event 399")

@@ -20,7 +20,7 @@ LAYERS = [
     {"index"},
     {"workspace", "usage", "views"},
     {"recall"},
-    {"capture", "curate", "git"},  # peers: allowed to use each other as long as there is no cycle
+    {"capture", "curate", "git", "interop"},  # peers: allowed to use each other as long as there is no cycle
     {"agents"},
     {"cli", "__main__"},
 ]

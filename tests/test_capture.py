@@ -11,7 +11,7 @@ import yaml
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch, Classification, Proposal
 from forgemem.capture.classify.offline import OfflineClassifier
-from forgemem.capture.classify.patterns import explicit_subject, match
+from forgemem.capture.classify.patterns import match
 from forgemem.capture.transcripts import Turn, read_all
 from forgemem.recall.engine import RecallEngine
 from forgemem.store import memfile
@@ -87,8 +87,10 @@ def test_task_chatter_is_not_remembered(sentence):
 
 
 def test_first_person_becomes_the_user():
-    assert explicit_subject("I prefer tabs and my editor is vim") == "the user prefers tabs and the user's editor is vim"
-    assert explicit_subject("I changed my mind") == "the user changed the user's mind"
+    from forgemem.capture.classify.rules import rule_text
+
+    assert rule_text("I prefer tabs and my editor is vim", category="coding-preferences", scope="user") == (
+        "The user prefers tabs and the user's editor is vim.")
 
 
 # ------------------------------------------------------------------ passes

@@ -14,7 +14,7 @@ from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Classification
 from forgemem.capture.observer import CADENCE_BUDGET, Observer, ObserverState, claude_code_folder, state_path
 from forgemem.recall.engine import RecallEngine
-from forgemem.workspace import Workspace, init_forge_dir
+from forgemem.workspace import Workspace
 
 from .conftest import git
 
@@ -35,11 +35,8 @@ def exchange(user: str, answer: str = "Okay.", n: int = 0) -> str:
 
 
 @pytest.fixture
-def project(git_repo) -> Path:
-    init_forge_dir(git_repo / ".forge")
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "forge")
-    return git_repo
+def project(empty_store_repo) -> Path:
+    return empty_store_repo
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import pytest
 
 from forgemem.capture import health
 from forgemem.capture.observer import Observer, ObserverState, state_path
-from forgemem.workspace import Workspace, init_forge_dir
+from forgemem.workspace import Workspace
 
-from .conftest import ROOT, git
+from .conftest import ROOT
 
 
 def user_line(text: str, session: str = "s-1") -> str:
@@ -46,11 +46,8 @@ def wait_for(condition, timeout: float = 60.0) -> None:
 
 
 @pytest.fixture
-def project(git_repo) -> Path:
-    init_forge_dir(git_repo / ".forge")
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "forge")
-    return git_repo
+def project(empty_store_repo) -> Path:
+    return empty_store_repo
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from forgemem.agents.hooks import (
     unreadable_notice,
 )
 from forgemem.agents.install import Change, Plan, _load_record, _read, _record_path, forgemem_command
+from forgemem.config import classifier_run
 from forgemem.errors import ForgememError, UsageError
 
 NAME = "claude-code"
@@ -42,7 +43,7 @@ SLASH_PROMPT = re.compile(r"\A\s*/forgemem(?=\s|\Z)")
 
 def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
     """Handle one Claude Code hook event; returns what to print (possibly nothing)."""
-    if os.environ.get("FORGEMEM_CLASSIFIER_RUN"):  # capture's own classifier run (classify.agent_cli): hands off
+    if classifier_run():  # capture's own classifier run (classify.agent_cli): hands off
         return ""
     try:
         payload = json.loads(stdin_text)
@@ -73,7 +74,9 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
             capture_in_background(cwd, transcript)
         return ""
     except Exception as exc:  # noqa: BLE001 - hooks fail open
-        log(f"claude-code hook failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name})" if frame else ""
+        log(f"claude-code hook failed: {type(exc).__name__}: {exc}{where}")
         return ""
 
 

@@ -22,6 +22,7 @@ from forgemem.agents.install import (
     toml_array,
     toml_string,
 )
+from forgemem.config import classifier_run
 from forgemem.errors import ForgememError
 
 NAME = "codex"
@@ -29,7 +30,7 @@ NAME = "codex"
 
 def codex(payload_text: str) -> None:
     """Codex's `notify` program: after a turn, capture from that session's rollout in the background."""
-    if os.environ.get("FORGEMEM_CLASSIFIER_RUN"):  # capture's own classifier run (classify.agent_cli): hands off
+    if classifier_run():  # capture's own classifier run (classify.agent_cli): hands off
         return
     try:
         payload = json.loads(payload_text) if payload_text else {}

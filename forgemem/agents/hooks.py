@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextvars import ContextVar
 from pathlib import Path
 
 from forgemem.config import user_cache_dir
@@ -24,6 +25,8 @@ from forgemem.config import user_cache_dir
 LOG_NAME = "hooks.log"
 LOG_LIMIT = 256 * 1024  # the log is cut in half when it grows past this
 RECENT_TURNS = 3  # human turns used as the query after a compaction
+#: the agent's session id of the event being handled, for the hooks log's injection line (`forgemem stats --tokens`)
+_SESSION: ContextVar[str | None] = ContextVar("forgemem_hook_session", default=None)
 
 
 def log_path() -> Path:
@@ -31,7 +34,8 @@ def log_path() -> Path:
 
 
 def log(message: str) -> None:
-    """One line in the hooks log (private, secrets redacted); never raises."""
+    """One line in the hooks log per event (private, secrets redacted, a multi-line message joined with
+    " | "); the log is cut to its newer half, at a line, past LOG_LIMIT; never raises."""
     try:
         from forgemem.permissions import atomic_write_text, open_private_append
         from forgemem.store.redact import redact
@@ -39,16 +43,24 @@ def log(message: str) -> None:
         path = log_path()
         if path.exists() and path.stat().st_size > LOG_LIMIT:
             data = path.read_bytes()
-            atomic_write_text(path, data[len(data) // 2:].decode("utf-8", "replace"), private=True)
+            half = data[len(data) // 2:]
+            half = half[half.find(b"\n") + 1:]  # from the start of a line
+            atomic_write_text(path, half.decode("utf-8", "replace"), private=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        line = " | ".join(part.strip() for part in redact(message)[0].splitlines() if part.strip())
         with open_private_append(path) as handle:
-            handle.write(f"{stamp} {redact(message)[0]}\n")
+            handle.write(f"{stamp} {line}\n")
     except Exception:  # noqa: BLE001 - logging must never fail a hook
         pass
 
 
 def _payload_cwd(payload: dict) -> Path:
-    """The project folder the event is about (the hook's own folder when the payload names none)."""
+    """The project folder the event is about (the hook's own folder when the payload names none).
+
+    Every agent's handler starts with this call, so it also notes the event's session id for the log lines.
+    """
+    session = payload.get("session_id")
+    _SESSION.set(session if isinstance(session, str) and len(session) <= 200 else None)
     named = payload.get("cwd")
     if isinstance(named, str) and named and Path(named).is_dir():
         return Path(named)
@@ -120,8 +132,9 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=
     if not answer.get("ok"):
         log(f"recall failed: {answer.get('error')}")
         return ""
-    log(f"injected {len(answer['ids'])} memories, {answer['tokens']} tokens, "
-        f"{1000 * (time.monotonic() - started):.0f} ms")
+    from forgemem.usage import injection_message
+
+    log(injection_message(answer["ids"], answer["tokens"], 1000 * (time.monotonic() - started), _SESSION.get()))
     return answer["context"]
 
 

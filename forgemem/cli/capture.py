@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
@@ -35,6 +35,10 @@ def observe(
     cadence: Optional[int] = typer.Option(
         None, "--cadence", min=1, max=10, help="Exchanges per capture pass (default: cadence_turns, 5)."
     ),
+    backfill: bool = typer.Option(
+        False, "--backfill", help="Capture this repository's past Claude Code, Codex, Gemini and aider sessions "
+        "(or PATH's transcripts), oldest first; run again to resume."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Watch agent transcripts and capture memories from them as the conversation goes.
@@ -50,6 +54,13 @@ def observe(
     from forgemem.capture.observer import Observer, claude_code_folder
     from forgemem.store.folder import find_repo_root
 
+    if backfill:
+        if once or status or compaction or final or claude_code:
+            raise UsageError("--backfill goes without --once, --status, --compaction, --final and --claude-code")
+        if len(paths or []) > 1:
+            raise UsageError("--backfill takes one PATH at most (a transcript or a folder)")
+        _backfill(paths[0] if paths else None, fmt, cadence, as_json)
+        return
     if (compaction or final) and not once:
         raise UsageError("--compaction and --final go with --once")
     targets = list(paths or [])
@@ -170,3 +181,109 @@ def _print_last_writes(writes: list[dict]) -> None:
         out.print(escape(f"  {w['time']} {w['transcript']} {short(w['id'])} {w['scope']}/{w['category']}: "
                          f"{w['text']}{pending}"))
 
+
+
+def _backfill(path: Path | None, fmt: str | None, cadence: int | None, as_json: bool) -> None:
+    """`observe --backfill`: a progress bar (a line per transcript when not on a terminal), then a summary."""
+    from forgemem.capture import backfill
+    from forgemem.store.folder import find_repo_root
+
+    if path is not None and not path.exists():
+        raise UsageError(f"no such file or folder: {path}")
+    root = find_repo_root(state.where()) or state.where()
+    workspace = state.workspace(for_capture=True)
+    progress = _BackfillProgress(quiet=as_json)
+    try:
+        summary = backfill.run(workspace, root, path, fmt=fmt, cadence=cadence, on_progress=progress,
+                               on_notice=None if as_json else warn)
+    except KeyboardInterrupt:
+        progress.close()
+        err.print("interrupted: run `forgemem observe --backfill` again to carry on where it stopped")
+        raise typer.Exit(130) from None
+    progress.close()
+    if as_json:
+        emit_json(summary.to_dict())
+        return
+    if not summary.transcripts:
+        where = f"in {path}" if path is not None else "in " + ", ".join(backfill.places(root))
+        out.print(escape(f"no past sessions found {where}"))
+        return
+    _print_backfill_summary(summary)
+    for folder in workspace.created:
+        err.print(f"created the repository's store {folder} (as `forgemem init` does): review it with "
+                  "`git status` and commit it, or delete it")
+
+
+class _BackfillProgress:
+    """A rich progress bar over transcripts with a running count; on a pipe, one line per transcript."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.bar: Any = None  # a rich Progress, made on the first call (rich is imported only then)
+        self.task: Any = None
+
+    def __call__(self, number: int, total: int, result, summary, finished: bool) -> None:
+        if self.quiet:
+            return
+        written = len(summary.written)
+        counts = f"{written} memor{'y' if written == 1 else 'ies'} written, {summary.skipped} skipped"
+        if summary.failed_passes:
+            counts += f", {summary.failed_passes} failed"
+        if err.is_terminal:
+            if self.bar is None:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+                self.bar = Progress(TextColumn("[bold]backfill"), BarColumn(), MofNCompleteColumn(),
+                                    TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                                    transient=True)
+                self.bar.start()
+                self.task = self.bar.add_task("", total=total)
+            self.bar.update(self.task, completed=number if finished else number - 1,
+                            description=escape(f"{counts} · {result.name}"))
+            if finished and result.status != "done before":
+                self.bar.console.print(_transcript_line(number, total, result))
+        elif finished:
+            err.print(f"{_transcript_line(number, total, result)} ({counts})")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _transcript_line(number: int, total: int, result) -> str:
+    detail = {"done before": "captured before",
+              "busy": "left unfinished (another process holds it, or it grew meanwhile): run again"}.get(result.status)
+    if detail is None:
+        detail = f"{result.passes} pass(es), {result.written} written"
+        if result.failed:
+            detail += f", {result.failed} failed"
+    return escape(f"[{number}/{total}] {result.agent or result.format or '?'} {result.name}: {detail}")
+
+
+def _print_backfill_summary(summary) -> None:
+    """Memories written per scope and category, supersessions, skipped, failed, and what to do next."""
+    data = summary.to_dict()
+    out.print(f"{data['found']} transcript(s): {data['captured']} captured now, {data['done_before']} captured before"
+              + (f", {data['failed']} with failures" if data["failed"] else "")
+              + (f", {data['busy']} left unfinished (run again)" if data["busy"] else ""))
+    if data["by_scope_and_category"]:
+        from rich.table import Table
+
+        table = Table("scope", "category", "written", box=None, pad_edge=False)
+        for scope, categories in sorted(data["by_scope_and_category"].items()):
+            for category, n in sorted(categories.items()):
+                table.add_row(scope, category, str(n))
+        out.print(table)
+    written = len(data["written"])
+    out.print(f"{written} memor{'y' if written == 1 else 'ies'} written ({data['supersessions']} superseding an "
+              f"earlier one), {data['skipped']} proposal(s) skipped (duplicates or captured before), "
+              f"{data['failed_passes']} pass(es) failed")
+    for result in summary.transcripts:
+        for error in result.errors[:3]:
+            warn(f"{result.name}: {error}")
+    if data["proposed"] and written:
+        out.print(f"capture_review is on: the {written} new memor{'y waits' if written == 1 else 'ies wait'} "
+                  "for you in `forgemem review` (accept with `forgemem review --accept ID`)")
+    if data["failed_passes"]:
+        out.print("details of the failed passes: `forgemem observe --status`")

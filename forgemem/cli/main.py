@@ -6,13 +6,13 @@ Errors go to stderr as one sentence; set FORGEMEM_DEBUG=1 for tracebacks.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rich.markup import escape
 
-from forgemem.cli import agents, capture, git, memories, overview, recall  # noqa: F401 - they register their commands
+from forgemem.cli import agents, capture, git, interop, memories, overview, recall, status  # noqa: F401 - they register their commands
 from forgemem.cli.app import app, err
+from forgemem.config import debug
 from forgemem.errors import EXIT_PROBLEMS, ForgememError
 
 __all__ = ["app", "main", "run"]
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: one line, traceback on request
-        if os.environ.get("FORGEMEM_DEBUG"):
+        if debug():
             raise
         err.print(
             f"forgemem: internal error: {escape(type(exc).__name__)}: {escape(str(exc))} "

@@ -49,6 +49,25 @@ def init(
         out.print(f"created {path}")
     if not created:
         out.print(f"{forge_dir} is already set up")
+    _offer_import(Path.home() if user else forge_dir.parent, home=user)
+
+
+def _offer_import(root: Path, home: bool) -> None:
+    """Name the instruction files found, with the exact command that imports them; ask only in a terminal."""
+    from forgemem.interop.reading import discover, shown
+
+    found = discover(root, home=home)
+    if not found:
+        return
+    where = f"-C {shlex.quote(str(state.cwd))} " if state.cwd is not None else ""
+    command = f"forgemem {where}import " + " ".join(shlex.quote(shown(path)) for path in found)
+    out.print(f"found {escape(', '.join(shown(p) for p in found))}: their rules can become memories "
+              f"(run it again later and only what changed is written):")
+    out.print(f"  {escape(command)}")
+    if sys.stdin.isatty() and out.is_terminal and typer.confirm("Import them now?", default=False):
+        from forgemem.cli.interop import import_
+
+        import_(paths=found, from_=None, dry_run=False, scope=None, verbose=False, as_json=False)
 
 
 @app.command()

@@ -131,9 +131,16 @@ def validate(
 
 
 @app.command()
-def stats(as_json: bool = JSON_OPTION) -> None:
+def stats(
+    tokens: bool = typer.Option(False, "--tokens", help="Tokens the hooks injected: per session, per day, the "
+                                "memories injected most and those never injected (from the hooks log)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Counts by scope and category, chains, conflicts and problems, and a health view: never recalled,
     marked wrong, low confidence, old, stale, growth over time from git history."""
+    if tokens:
+        _token_stats(as_json)
+        return
     snap = state.workspace().load()
     g = snap.graph
     heads = snap.heads()
@@ -200,3 +207,46 @@ def stats(as_json: bool = JSON_OPTION) -> None:
             bar = "█" * max(1, round(20 * g["added"] / peak))
             out.print(f"  {g['month']}  {bar} {g['added']}")
 
+
+
+def _token_stats(as_json: bool) -> None:
+    from forgemem.agents.hooks import log_path
+    from forgemem.usage import token_report
+
+    snap = state.workspace().load()
+    heads = {m.id: m for m in snap.heads() if m.status is None}
+    report = token_report(log_path(), list(heads))
+    if as_json:
+        emit_json(report)
+        return
+    from rich.table import Table
+
+    if not report["injections"]:
+        out.print(escape(f"no injections in the hooks log {report['log']} yet (`forgemem install claude-code` "
+                         "puts memories into each prompt)"))
+    else:
+        out.print(escape(f"{report['tokens']} tokens in {report['injections']} injections since {report['since']} "
+                         f"(the hooks log {report['log']} keeps its newest lines)"))
+        table = Table("day", "injections", "tokens", box=None, pad_edge=False, title="per day")
+        for day in report["per_day"][-14:]:
+            table.add_row(day["day"], str(day["injections"]), str(day["tokens"]))
+        out.print(table)
+        table = Table("session", "injections", "tokens", "last", box=None, pad_edge=False, title="per session")
+        for session in report["per_session"][:10]:
+            table.add_row(escape(session["session"] or "(not recorded)"), str(session["injections"]),
+                          str(session["tokens"]), session["last"])
+        out.print(table)
+        table = Table("memory", "injections", "text", box=None, pad_edge=False, title="injected most")
+        for entry in report["most_injected"]:
+            memory = snap.graph.memories.get(entry["id"])
+            text = one_line(memory, 60) if memory is not None else "(not in these stores)"
+            table.add_row(short(entry["id"]), str(entry["injections"]), escape(text))
+        out.print(table)
+    never = report["never_injected"]
+    out.print(f"{len(never)} of {len(heads)} current memories never injected"
+              + (f" since {report['since']}" if report["since"] else "")
+              + (":" if never else ""))
+    for memory_id in never[:10]:
+        out.print(f"  {short(memory_id)} {escape(one_line(heads[memory_id], 70))}")
+    if len(never) > 10:
+        out.print(f"  … and {len(never) - 10} more (`--json` lists them all)")

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from forgemem.config import user_cache_dir
+from forgemem.config import embeddings_disabled, model_cache_override, user_cache_dir
 from forgemem.index.modelcache import MODEL_FILE, RECORD_FILE, digest, problem, stat_key
 
 # Nothing is ever fetched from a model hub, whatever imports us.
@@ -282,8 +282,7 @@ def export_onnx(model_dir: Path, target: Path) -> dict:
 
 def model_cache_dir() -> Path:
     """Where exported models live: machine-wide, whatever the stores (FORGEMEM_MODEL_CACHE moves it)."""
-    override = os.environ.get("FORGEMEM_MODEL_CACHE")
-    return Path(override).expanduser() if override else user_cache_dir() / "models"
+    return model_cache_override() or user_cache_dir() / "models"
 
 
 def load_embedder(configured: str = "", on_export: Callable[[str], None] | None = None) -> Embedder:
@@ -294,7 +293,7 @@ def load_embedder(configured: str = "", on_export: Callable[[str], None] | None 
     `EmbeddingUnavailable` with a one-sentence reason when no model can be loaded; callers
     then fall back to lexical search.
     """
-    if os.environ.get("FORGEMEM_NO_EMBEDDINGS"):
+    if embeddings_disabled():
         raise EmbeddingUnavailable("embeddings are switched off (FORGEMEM_NO_EMBEDDINGS is set)")
     model_dir = resolve_model_dir(configured)
     print_ = on_export or (lambda message: None)

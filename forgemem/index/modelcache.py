@@ -16,6 +16,7 @@ import json
 import os
 from pathlib import Path
 
+from forgemem.config import embeddings_disabled
 from forgemem.index.repair import kind
 
 MODEL_FILE = "model.onnx"
@@ -82,7 +83,7 @@ def check(configured: str = "", repair: bool = True) -> dict:
     cache = model_cache_dir()
     report: dict = {"folder": str(cache), "models": 0, "problems": [], "repaired": [], "not_repaired": [],
                     "moved_aside": []}
-    if os.environ.get("FORGEMEM_NO_EMBEDDINGS"):
+    if embeddings_disabled():
         return {**report, "ok": True, "skipped": "embeddings are switched off"}
     try:
         current = fingerprint(resolve_model_dir(configured))

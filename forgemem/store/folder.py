@@ -12,7 +12,15 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from forgemem.config import CACHE_DIR, CONFIG_NAME, FORGE_DIR, MEMORY_DIR, default_config_text, forge_home
+from forgemem.config import (
+    CACHE_DIR,
+    CONFIG_NAME,
+    FORGE_DIR,
+    MEMORY_DIR,
+    default_config_text,
+    forge_home,
+    user_dir_override,
+)
 from forgemem.errors import Problem
 from forgemem.store.model import MAX_FILE_BYTES, SUFFIX, Memory
 
@@ -212,9 +220,9 @@ def _read_files(scope: str, memory_dir: str, names: list[str]) -> list[FileRead 
 
 
 def user_memory_dir() -> Path:
-    override = os.environ.get("FORGEMEM_USER_DIR")
-    if override:
-        return Path(override).expanduser()
+    override = user_dir_override()
+    if override is not None:
+        return override
     return forge_home() / MEMORY_DIR
 
 

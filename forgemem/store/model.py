@@ -138,10 +138,16 @@ class Source:
 
     @property
     def where(self) -> str:
-        """The transcript and its lines (`path:412-430`), or the plain-string source."""
+        """The transcript (or the imported `file`) and its lines (`path:412-430`), or the plain-string source."""
         if self.text is not None:
             return self.text
-        return (self.transcript or "") + (f":{self.lines}" if self.lines else "")
+        return (self.transcript or self._file or "") + (f":{self.lines}" if self.lines else "")
+
+    @property
+    def _file(self) -> str | None:
+        """An imported file (`forgemem import` writes `file:`), when no transcript is named."""
+        value = self.other.get("file")
+        return str(value) if value is not None and not isinstance(value, (dict, list)) else None
 
     def describe(self) -> str:
         """The one line people read: where, the quote, then any other key (`path:12 — “words” · key: value`)."""
@@ -150,7 +156,7 @@ class Source:
             parts.append(f"“{self.quote}”")
         line = " — ".join(parts)
         for key, item in self.other.items():
-            if item is not None:
+            if item is not None and not (key == "file" and self.transcript is None and self._file is not None):
                 line += f"{' · ' if line else ''}{key}: {_jsonable(item)}"
         return line
 

@@ -1,5 +1,5 @@
 """The pattern layer: what a sentence states by its words alone (a user fact, a decision, a convention, a
-correction, a preference), the sentences of a turn worth reading, and the first person made explicit.
+correction, a preference), and the sentences of a turn worth reading.
 
 Used where no model runs: `/memory add` guesses a category and scope with `match` and `scope_for`, and
 the tests keep the families honest. The capture classifier's own patterns are features in `learned`.
@@ -196,41 +196,3 @@ def scope_for(category: str, sentence: str, has_repo: bool) -> str:
     if category == "coding-preferences":
         return "repo" if _REPO_WORDS.search(sentence) and not _FIRST_PERSON.search(sentence) else "user"
     return "repo"
-
-
-_THIRD_PERSON = [
-    (re.compile(r"\bI'm\b|\bI am\b"), "the user is"),
-    (re.compile(r"\bI've\b|\bI have\b"), "the user has"),
-    (re.compile(r"\bI'd\b"), "the user would"),
-    (re.compile(r"\bmy\b", re.I), "the user's"),
-    (re.compile(r"\bmine\b", re.I), "the user's"),
-    (re.compile(r"\bme\b", re.I), "the user"),
-]
-_I_VERB = re.compile(r"\bI (?:(really|strongly|much|mostly|usually|always|never|also) )?([a-z']+)\b")
-
-
-def _third_person_verb(verb: str) -> str:
-    irregular = {"am": "is", "have": "has", "do": "does", "don't": "doesn't", "can't": "can't", "can": "can",
-                 "will": "will", "would": "would", "should": "should", "must": "must", "was": "was"}
-    if verb in irregular:
-        return irregular[verb]
-    if verb.endswith(("ed", "'t")):
-        return verb  # past tense, negations
-    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def explicit_subject(sentence: str) -> str:
-    """First person to "the user", so the memory reads the same in any later session."""
-    bare = _LEADING_FILLER.sub("", sentence).strip()
-    if not _FIRST_PERSON.search(bare):
-        return bare
-    text = _I_VERB.sub(
-        lambda m: "the user " + (f"{m.group(1)} " if m.group(1) else "") + _third_person_verb(m.group(2)), bare
-    )
-    for pattern, replacement in _THIRD_PERSON:
-        text = pattern.sub(replacement, text)
-    return text
