@@ -66,7 +66,7 @@ def test_a_new_users_first_ten_minutes(git_repo, isolated_home):
 
     backfill = run(project, "observe", "--backfill")
     assert "1 transcript(s): 1 captured now" in backfill.stdout
-    assert "wait for you in `forgemem review`" in backfill.stdout
+    assert re.search(r"waits? for you in `forgemem review`", backfill.stdout)
     assert "[1/1] claude-code past-1.jsonl" in backfill.stderr  # the line per transcript, off a terminal
 
     status = json.loads(run(project, "status", "--json").stdout)

@@ -22,8 +22,11 @@ def prompt(project, text: str, session: str) -> dict:
 
 
 @pytest.fixture
-def here(project, monkeypatch):
+def here(project, monkeypatch, isolated_home):
     monkeypatch.chdir(project)
+    # what is measured here is the log, not the hook's speed: a loaded machine must not time the recall out
+    (isolated_home / ".forge").mkdir(exist_ok=True)
+    (isolated_home / ".forge" / "config.yaml").write_text("memory:\n  hook_timeout_ms: 60000\n")
     return project
 
 

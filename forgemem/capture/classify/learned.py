@@ -201,6 +201,12 @@ class Decision:
 GENERAL = ("always_never", "from_now_on", "prefer", "modal_rule", "convention", "repo_cue", "user_cue", "fact",
            "decision", "change", "negation_start", "we", "first_person", "quantifier", "rationale")
 UNMARKED_AT = 0.85
+#: ... and one that says it holds from now on ("never commit to main", "always run X first", "from now on …")
+#: clears a lower one: its words already say it lasts
+STANDING_AT = 0.3
+_STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not ever)\b", r"\bfrom now on\b",
+                     r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b", r"\bin (?:this|our) "
+                     r"(?:repo|repository|project|codebase)\b")
 
 
 def generalises(sentence: str) -> bool:
@@ -263,6 +269,8 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
     for i in range(len(features)):
         c = int(np.argmax(probs[i]))
         bar = heads.durable_at
+        if texts is not None and _STANDING_RULE.search(texts[i]):
+            bar = min(bar, STANDING_AT)
         if texts is not None and not generalises(texts[i]):
             bar = max(bar, UNMARKED_AT)
         if texts is not None and never_durable(texts[i]):
