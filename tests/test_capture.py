@@ -268,6 +268,16 @@ def test_classifier_output_is_data_never_a_path_or_an_edit(workspace, real_embed
     assert supersedes == []  # the made-up target became a plain new memory
 
 
+def test_a_pasted_merge_conflict_is_skipped_not_a_failed_pass(workspace, real_embedder):
+    pasted = "Resolve it like this:\n<<<<<<< HEAD\nuse poetry\n=======\nuse uv\n>>>>>>> feature"
+    proposals = [Proposal(pasted, "project-conventions", "repo"), Proposal("Use uv.", "project-conventions", "repo")]
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder),
+                        classifier=InjectedClassifier(proposals))
+    result = capturer.run(batch("ok this merge conflict, resolve it and always use uv", "ok"))
+    assert [m.body for m in result.written] == ["Use uv."]
+    assert [why for _, why in result.skipped] == ["it holds a git conflict marker line (a pasted merge, not a rule)"]
+
+
 # ------------------------------------------------------------------ the real transcripts
 
 

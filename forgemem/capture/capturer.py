@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbour, Proposal
 from forgemem.recall.rank import Query
+from forgemem.store import memfile
 from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory, Source
 
 if TYPE_CHECKING:
@@ -150,6 +151,8 @@ class Capturer:
             return "empty text"
         if len(text) > MAX_TEXT_CHARS:
             return f"text longer than {MAX_TEXT_CHARS} characters"
+        if memfile.conflict_marker(text) is not None:
+            return "it holds a git conflict marker line (a pasted merge, not a rule)"
         if proposal.relation == "duplicate":
             return f"duplicate of {proposal.target}"
         seen = self._captured_before(proposal)
