@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from forgemem import __version__
 from forgemem.errors import UsageError
-from forgemem.workspace import Snapshot, Workspace
+from forgemem.workspace import Workspace
 
 app = typer.Typer(
     name="forgemem",
@@ -109,13 +109,6 @@ def emit_json(data: Any) -> None:
 
 def warn(message: str) -> None:
     err.print(f"forgemem: {escape(message)}")
-
-
-def load() -> Snapshot:
-    snap = state.workspace().load()
-    if snap.problems:
-        warn(f"{len(snap.problems)} problem(s) in the memory files; run `forgemem validate` to see them")
-    return snap
 
 
 def show_problem(problem) -> str:
