@@ -154,12 +154,17 @@ class FaissFile:
             index = _build(db)
             if index is not None and not self.in_memory:
                 tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                faiss.write_index(index, str(tmp))
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, path)
+                try:  # the file only saves the next process a build: one that cannot be written is skipped
+                    faiss.write_index(index, str(tmp))
+                    os.chmod(tmp, 0o600)
+                    if path.is_dir() and not path.is_symlink():  # a folder where the cache file goes
+                        _remove(path)
+                    os.replace(tmp, path)
+                except (OSError, RuntimeError):
+                    _remove(tmp)
                 for old in self.folder.glob(f"{self.scope}-*.faiss"):
                     if old != path:
-                        old.unlink(missing_ok=True)
+                        _remove(old)
         self._index, self._generation, self._epoch = index, generation, epoch
         return index
 
@@ -170,7 +175,7 @@ class FaissFile:
 
     def delete_files(self) -> None:
         for path in self.folder.glob(f"{self.scope}-*.faiss"):
-            path.unlink(missing_ok=True)
+            _remove(path)
 
     def _update(self, db: sqlite3.Connection, since: int) -> None:
         import numpy as np
@@ -205,3 +210,16 @@ def _vectors_and_ids(rows: list[tuple[int, bytes]], dim: int):
 
     matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), dim)
     return matrix, np.array([r for r, _ in rows], dtype=np.int64)
+
+
+def _remove(path: Path) -> None:
+    """Remove a cache file, or a folder found where one goes; what cannot be removed is left."""
+    import shutil
+
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
