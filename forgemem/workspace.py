@@ -339,12 +339,14 @@ class Workspace:
         source: Source | str | dict | None = None,
         status: str | None = None,
         snapshot: Snapshot | None = None,
+        carry: bool = True,
     ) -> tuple[Memory, list[str]]:
         """Write a new memory; returns it and the kinds of secret redacted from it.
 
         With `supersedes`, the new memory is the next version of those
         memories (version = highest predecessor's + 1); the old files are
-        never touched. Scope and category default to the predecessor's.
+        never touched. Scope and category default to the predecessor's; tags and
+        edges are carried forward (`carry=False`: only the ones given).
 
         It runs under the stores' write lock (`writing`), on a fresh read: of
         parallel writers that supersede the same memory, one succeeds and the
@@ -355,12 +357,12 @@ class Workspace:
         """
         with self.writing():
             return self._add(text, scope, category, tags, supersedes, related, trigger, session_id, confidence,
-                             source, status, snapshot)
+                             source, status, snapshot, carry)
 
     def _add(self, text, scope, category, tags, supersedes, related, trigger, session_id, confidence, source,
-             status, snapshot) -> tuple[Memory, list[str]]:
+             status, snapshot, carry) -> tuple[Memory, list[str]]:
         from forgemem.store import memfile
-        from forgemem.store.writing import compose, recent_twin
+        from forgemem.store.writing import carried, compose, recent_twin
 
         supersedes, related = list(supersedes), list(related)
         # the stores are read only when there is something to resolve: a plain add writes one file
@@ -384,6 +386,8 @@ class Workspace:
             require_choice("relationship", relationship, RELATIONSHIPS)
             assert snap is not None
             relations.append(Relation(snap.resolve(ref).id, relationship))
+        if old and carry and snap is not None:
+            tags, relations = carried(snap.graph, old, tags, relations)
         store = self.store(scope)
         memory, found = compose(text, scope=scope, category=category, tags=tags, old=old, related=relations,
                                 trigger=trigger, session_id=session_id, confidence=confidence, source=source,
@@ -431,6 +435,7 @@ class Workspace:
 
     def link(self, source_ref: str, target_ref: str, relationship: str) -> tuple[Memory, Memory]:
         """Add a typed edge to the first memory's `related` list (its file is rewritten)."""
+        from forgemem.store.writing import refuse_chain_link
 
         require_choice("relationship", relationship, RELATIONSHIPS)
         with self.writing():  # read, check and rewrite with no other writer in between: no edge is lost
@@ -438,6 +443,7 @@ class Workspace:
             source, target = snap.resolve(source_ref), snap.resolve(target_ref)
             if source.id == target.id:
                 raise UsageError("a memory cannot be linked to itself")
+            refuse_chain_link(snap.graph, source, target)
             relation = Relation(target.id, relationship)
             if relation not in source.related:
                 source.related = source.related + (relation,)
@@ -468,14 +474,8 @@ class Workspace:
         text = f"Retracted: {memory.title}"
         if reason:
             text += f"\n\nReason: {reason}"
-        retraction, _ = self.add(
-            text,
-            scope=memory.scope,
-            category=memory.category,
-            supersedes=[memory.id],
-            status=RETRACTED,
-            snapshot=snap,
-        )
+        retraction, _ = self.add(text, scope=memory.scope, category=memory.category, supersedes=[memory.id],
+                                 status=RETRACTED, snapshot=snap, carry=False)
         return retraction, []
 
 

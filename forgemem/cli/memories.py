@@ -126,6 +126,9 @@ def add(
         [], "--relates", help=f"ID:relationship, relationship one of {', '.join(RELATIONSHIPS)}."
     ),
     confidence: Optional[float] = typer.Option(None, "--confidence", help="0 to 1."),
+    no_carry: bool = typer.Option(
+        False, "--no-carry", help="With --supersedes: do not carry the old version's tags and edges forward."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a new memory file and print its id and path."""
@@ -143,6 +146,7 @@ def add(
         supersedes=supersedes,
         related=_parse_relates(relates),
         confidence=confidence,
+        carry=not no_carry,
     )
     if redacted:
         warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")

@@ -4,6 +4,7 @@ A fork (two branches each superseded the same memory, then merged) leaves two
 heads of one chain; a conflict is a `contradicts` edge between two heads.
 Either way `forgemem resolve ID` writes a memory whose `supersedes` lists all
 those heads (a merge, version = highest + 1), so recall sees one head again.
+It keeps the heads' tags and their edges to other memories (`Workspace.add` carries them).
 """
 
 from __future__ import annotations

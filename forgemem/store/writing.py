@@ -194,3 +194,48 @@ def compose(text: str, *, scope: str, category: str, tags: Iterable[str], old: l
         extra=extra,
     )
     return memory, found
+
+
+def _walk(memory_id: str, step) -> set[str]:
+    found, queue = set(), [memory_id]
+    while queue:
+        for other in step(queue.pop()):
+            if other not in found and other != memory_id:
+                found.add(other)
+                queue.append(other)
+    return found
+
+
+def version_chain(graph, memory_id: str) -> set[str]:
+    """Every memory in `memory_id`'s version chain: what it supersedes and what supersedes it, transitively."""
+    return (_walk(memory_id, graph.predecessors)
+            | _walk(memory_id, lambda current: graph.superseded_by.get(current, ())))
+
+
+def refuse_chain_link(graph, source: Memory, target: Memory) -> None:
+    """`link` between two versions of one memory is refused: their version chain already says how they relate."""
+    if target.id in _walk(source.id, graph.predecessors):
+        kind = "an earlier version (a predecessor)"
+    elif target.id in _walk(source.id, lambda current: graph.superseded_by.get(current, ())):
+        kind = "a later version (a successor)"
+    else:
+        return
+    raise UsageError(f"{target.id} is {kind} of {source.id}: versions of one memory are not linked "
+                     "(their chain already relates them); nothing was written")
+
+def carried(graph, old: list[Memory], tags: Iterable[str], related: list[Relation]) -> tuple[list[str], list[Relation]]:
+    """The tags and edges of a new version of `old`: the ones given, then the old versions' (duplicates merged).
+
+    Edges to the superseded memories, or to anything else in their version chains, are dropped.
+    """
+    chain = {m.id for m in old}.union(*(version_chain(graph, m.id) for m in old))
+    tag_list: list[str] = []
+    for tag in (*tags, *(t for m in old for t in m.tags)):
+        tag = tag.strip()
+        if tag and tag not in tag_list:
+            tag_list.append(tag)
+    relations: list[Relation] = []
+    for relation in (*related, *(r for m in old for r in m.related)):
+        if relation.id not in chain and relation not in relations:
+            relations.append(relation)
+    return tag_list, relations
