@@ -30,7 +30,6 @@ TARGETS = {  # name -> where to find the file below (project, home, models)
     "model": ("models", "*/model.onnx"),
 }
 WAYS = ["truncated", "garbage", "zero bytes", "directory", "unreadable"]
-#: cases that fail today and are left to the cache-corruption work in forgemem/index/ and doctor
 #: cases that fail today (strict xfails, so a fix is noticed): none since the model export is checked and redone
 KNOWN: dict[tuple[str, str], str] = {}
 
