@@ -93,7 +93,7 @@ def test_a_memory_is_injected_once_per_session_until_it_changes_or_the_context_r
     # the records: private, in the user cache, never memory text, never in the repository
     folder = isolated_home / ".forge" / "cache" / "sessions"
     records = list(folder.glob("*.json"))
-    assert len(records) == 3
+    assert len(records) == 3 and stat.S_IMODE(folder.stat().st_mode) == 0o700
     for record in records:
         assert stat.S_IMODE(record.stat().st_mode) == 0o600
         text = record.read_text()

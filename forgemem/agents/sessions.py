@@ -50,12 +50,12 @@ class SessionRecord:
             self.injected.pop(next(iter(self.injected)))
 
     def save(self) -> None:
-        from forgemem.permissions import atomic_write_text
+        from forgemem.permissions import atomic_write_text, private_dir
 
         data = {"injected": self.injected, "transcript_offset": self.transcript_offset, "saved": time.time()}
         try:
             fresh = not self.path.exists()
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dir(self.path.parent)
             atomic_write_text(self.path, json.dumps(data), private=True)
             if fresh:
                 prune()
