@@ -11,6 +11,12 @@ block, injected tokens per prompt (counted with forgemem's tokenizer) against
 the budget, beside `python -c pass`, `forgemem --version` and `forgemem recall`
 (warm) in the same run, and `forgemem recall` again while 5 clients hold
 connections to the server without finishing a request (stalled clients).
+Those timed calls each use a session of their own (every call injects in full).
+
+Then one agent session: the 20 development prompts in order with one session
+id, each memory injected once per session (the default), beside the same
+session with `hook_repeat_memories: true` (every relevant memory on every
+prompt, as before): tokens injected in the session, blocks, hook p50.
 """
 
 from __future__ import annotations
@@ -90,8 +96,9 @@ def bench(n: int, base: Path) -> None:
     subprocess.run([*forgemem, "index"], env=env, cwd=project, check=True, capture_output=True)
     print(f"index build (once)            {time.perf_counter() - started:7.1f} s")
     # warm the server: the first hook calls start it and may be cut off at hook_timeout_ms
-    event = lambda prompt: json.dumps({  # noqa: E731
-        "session_id": "bench", "transcript_path": str(base / "none.jsonl"), "cwd": str(project),
+    calls = iter(range(1_000_000))
+    event = lambda prompt, session=None: json.dumps({  # noqa: E731
+        "session_id": session or f"bench-{next(calls)}", "transcript_path": str(base / "none.jsonl"), "cwd": str(project),
         "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": prompt})
     for _ in range(60):
         _, out = run([*forgemem, "hook", "claude-code"], env, project, event(PROMPTS[0]))
@@ -110,6 +117,20 @@ def bench(n: int, base: Path) -> None:
                 chatter_blocks += 1
             else:
                 with_block += 1
+    session_rows = []
+    config = home / "config.yaml"  # the user config sits beside the user store (FORGEMEM_USER_DIR)
+    for label, repeat in (("repeat (before)", True), ("once per session", False)):
+        config.write_text(f"memory:\n  hook_repeat_memories: {str(repeat).lower()}\n")
+        session = f"session-{n}-{repeat}"
+        session_tokens, blocks, times = 0, 0, []
+        for prompt in PROMPTS:
+            seconds, out = run([*forgemem, "hook", "claude-code"], env, project, event(prompt, session))
+            times.append(seconds)
+            if out:
+                session_tokens += count_tokens(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+                blocks += 1
+        session_rows.append((label, session_tokens, blocks, statistics.median(times)))
+    config.unlink()
     recall_times = [run([*forgemem, "recall", "--json", p], env, project)[0] for p in PROMPTS[:10]]
     stalled_times = []
     for prompt in PROMPTS[:10]:  # 5 fresh stalled connections before each recall (the server drops them after 2 s)
@@ -136,6 +157,9 @@ def bench(n: int, base: Path) -> None:
     if tokens:
         print(f"tokens per injected block: mean {statistics.mean(tokens):.0f}, max {max(tokens)} "
               f"(budget 1500)")
+    print(f"one session of {len(PROMPTS)} development prompts:")
+    for label, session_tokens, blocks, p50 in session_rows:
+        print(f"  {label:18} {session_tokens:6d} tokens injected, {blocks:2d} blocks, hook p50 {1000 * p50:4.0f} ms")
 
 
 def main() -> None:

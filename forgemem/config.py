@@ -109,6 +109,7 @@ class Config:
     retrieval_hop_depth: int = 1
     context_budget_tokens: int = 1500
     hook_timeout_ms: int = 2000
+    hook_repeat_memories: bool = False
     capture_review: bool = False
     mcp_user_writes: bool = False
 
@@ -128,6 +129,7 @@ _RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
     "retrieval_hop_depth": (int, (0, 5)),
     "context_budget_tokens": (int, (0, 100_000)),
     "hook_timeout_ms": (int, (50, 60_000)),
+    "hook_repeat_memories": (bool, None),
     "capture_review": (bool, None),
     "mcp_user_writes": (bool, None),
 }

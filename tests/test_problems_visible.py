@@ -242,9 +242,11 @@ def test_the_prompt_hook_says_it_once_per_change(repo, cli, tmp_path):
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     env = {**os.environ, "FORGEMEM_SERVER": "off"}
 
-    def prompt() -> dict:
+    sessions = iter(range(100))
+
+    def prompt() -> dict:  # each in a new session: a memory is injected once per session (test_hook_sessions.py)
         event = {"hook_event_name": "UserPromptSubmit", "prompt": "run the linter with ruff before a commit", "cwd": str(project),
-                 "session_id": "s1", "transcript_path": str(tmp_path / "t.jsonl")}
+                 "session_id": f"s{next(sessions)}", "transcript_path": str(tmp_path / "t.jsonl")}
         done = subprocess.run(command, shell=True, input=json.dumps(event), capture_output=True, text=True,
                               cwd=project, env=env, timeout=60)
         assert done.returncode == 0 and done.stderr == ""

@@ -6,6 +6,12 @@
 | `SessionStart` with `source: compact` | the same, for the last human turns of `transcript_path` |
 | `PreCompact` / `Stop` / `SessionEnd` | a capture pass over `transcript_path` in a background process |
 
+Within a session (`session_id`), a memory already injected and unchanged is not injected again
+(`forgemem.agents.sessions` keeps the record in the user cache) until the context is compacted
+(`PreCompact`, `SessionStart`, or a compaction seen in the transcript) or a new session starts;
+when nothing new is relevant, nothing is injected. `hook_repeat_memories: true` in the config
+injects every relevant memory on every prompt, as before.
+
 Install merges the hooks into `.claude/settings.json` (or `~/.claude/` with `--user`) and writes
 `.claude/commands/forgemem.md` (no shell line: the hook answers `/forgemem`).
 """
@@ -20,7 +26,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from forgemem.agents import jsonedit
+from forgemem.agents import jsonedit, sessions
 from forgemem.agents.hooks import (
     _payload_cwd,
     announced,
@@ -57,12 +63,14 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
                 raise ValueError("UserPromptSubmit input has no prompt string")
             if SLASH_PROMPT.match(prompt):
                 return json.dumps({"decision": "block", "reason": slash_answer(prompt, cwd)}, ensure_ascii=False)
-            return _inject(event, prompt, cwd, timeout_ms)
+            return _inject(event, prompt, cwd, timeout_ms, payload)
+        if event in ("SessionStart", "PreCompact"):  # the context starts again: everything may be injected again
+            sessions.reset(payload.get("session_id"))
         if event == "SessionStart":
             if payload.get("source") != "compact":
                 return ""
             query = recent_human_text(payload.get("transcript_path"))
-            return _inject(event, query, cwd, timeout_ms) if query else ""
+            return _inject(event, query, cwd, timeout_ms, payload) if query else ""
         transcript = payload.get("transcript_path")
         if not isinstance(transcript, str):
             transcript = None
@@ -80,7 +88,7 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
         return ""
 
 
-def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
+def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None, payload: dict) -> str:
     """The hook's answer: the context block for `query` and, on a prompt, what capture saved since
     the last one (`forgemem.announce`): shown to the user as `systemMessage`, and to the agent as a
     fenced block after the context block (outside the token budget, at most five memories)."""
@@ -90,11 +98,16 @@ def _inject(event: str, query: str, cwd: Path, timeout_ms: int | None) -> str:
     for warning in workspace.warnings:
         log(warning)
     block = ""
+    seen = None
+    if not workspace.config.hook_repeat_memories:
+        seen = sessions.load(payload.get("session_id"), payload.get("transcript_path"))
     if query.strip():
         try:
-            block = context_for(query, cwd, timeout_ms, workspace=workspace)
+            block = context_for(query, cwd, timeout_ms, workspace=workspace, seen=seen)
         except Exception as exc:  # noqa: BLE001 - the notice below still goes out
             log(f"recall failed: {type(exc).__name__}: {exc}")
+    if seen is not None:
+        seen.save()
     saved = announced(workspace) if event == "UserPromptSubmit" else []
     broken = unreadable_notice(workspace) if event == "UserPromptSubmit" else None
     output: dict = {}

@@ -97,8 +97,12 @@ def unreadable_notice(workspace) -> str | None:
     return f"forgemem: {line}" if line else None
 
 
-def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=None) -> str:
-    """The context block for `query` in the stores seen from `cwd` (or in `workspace`); "" if none, or too slow."""
+def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=None, seen=None) -> str:
+    """The context block for `query` in the stores seen from `cwd` (or in `workspace`); "" if none, or too slow.
+
+    `seen` (a `sessions.SessionRecord`) names what this agent session already has: those memories are
+    left out while unchanged, and the ones injected now are added to it (the caller saves it).
+    """
     from forgemem.recall import client
     from forgemem.workspace import Workspace
 
@@ -110,6 +114,8 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=
     request = client.query_request(workspace, "context", query[:4000])
     if not request["stores"]:
         return ""
+    if seen is not None and seen.injected:
+        request["skip"] = dict(seen.injected)
     result: dict = {}
 
     def work() -> None:
@@ -134,6 +140,12 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=
         return ""
     from forgemem.usage import injection_message
 
+    hashes = answer.get("hashes")
+    if seen is not None and isinstance(hashes, dict):
+        seen.add({k: v for k, v in hashes.items() if isinstance(k, str) and isinstance(v, str)})
+    if answer.get("repeated") and not answer["ids"]:
+        log(f"nothing new to inject: {answer['repeated']} relevant memories are already in this session")
+        return ""
     log(injection_message(answer["ids"], answer["tokens"], 1000 * (time.monotonic() - started), _SESSION.get()))
     return answer["context"]
 

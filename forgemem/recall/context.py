@@ -17,7 +17,10 @@ Rules:
   (docs/hooks.md shows the figures);
 - the whole block, fences included, fits the token budget (default 1,500),
   counted with the packaged model's own tokenizer (a real WordPiece tokenizer,
-  loaded offline); memories that do not fit are left out, never cut.
+  loaded offline); memories that do not fit are left out, never cut;
+- `skip` (id -> fingerprint) names what the agent already has from earlier in
+  its session: a memory whose fingerprint is unchanged is left out (the hooks
+  keep that record, `forgemem.agents.sessions`), a changed one comes again.
 
 The fence marks the block so transcripts that echo it are never re-captured
 (`forgemem.transcripts.clean_text` strips it).
@@ -25,6 +28,7 @@ The fence marks the block so transcripts that echo it are never re-captured
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -77,9 +81,20 @@ class ContextBlock:
     tokens: int
     ids: list[str] = field(default_factory=list)  # the memories in it, best first
     left_out: int = 0  # relevant memories that did not fit the budget
+    hashes: dict[str, str] = field(default_factory=dict)  # the fingerprint of each memory in it
+    repeated: int = 0  # relevant memories left out because the agent already has them (`skip`)
 
     def to_dict(self) -> dict:
-        return {"context": self.text, "tokens": self.tokens, "ids": self.ids, "left_out": self.left_out}
+        return {"context": self.text, "tokens": self.tokens, "ids": self.ids, "left_out": self.left_out,
+                "hashes": self.hashes, "repeated": self.repeated}
+
+
+def fingerprint(hit: dict) -> str:
+    """What the block shows of a memory, hashed: its text, category, scope, status and conflicts
+    (a memory that changed in any of these is shown again)."""
+    parts = [hit["content"], hit["category"], str(hit.get("scope")), str(hit.get("status")),
+             *sorted(hit.get("conflicts") or [])]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 #: A closing tag of any name, or an opening tag that names a fence or a role: in memory text
@@ -115,8 +130,10 @@ def line_for(hit: dict, labels: dict[str, str]) -> str:
     return line
 
 
-def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, model: str = "") -> ContextBlock:
-    """The context block for recall hits (best first), within `budget` tokens."""
+def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, model: str = "",
+           skip: dict[str, str] | None = None) -> ContextBlock:
+    """The context block for recall hits (best first), within `budget` tokens, without the
+    memories `skip` names unchanged (id -> `fingerprint`)."""
     chosen = [h for h in hits if relevant(h, lexical_only)]
     ids = {h["id"] for h in chosen}
     by_id = {h["id"]: h for h in hits}
@@ -125,6 +142,12 @@ def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, m
             if other in by_id and other not in ids:
                 chosen.append(by_id[other])
                 ids.add(other)
+    repeated = 0
+    if skip:
+        fresh = [h for h in chosen if skip.get(h["id"]) != fingerprint(h)]
+        repeated, chosen = len(chosen) - len(fresh), fresh
+        if not chosen:
+            return ContextBlock("", 0, repeated=repeated)
     if not chosen or budget <= 0:
         return ContextBlock("", 0, left_out=len(chosen))
     labels = short_ids([h["id"] for h in hits] + [c for h in hits for c in h.get("conflicts", [])])
@@ -152,4 +175,5 @@ def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, m
         tokens = count_tokens(text, model)
     if not lines:
         return ContextBlock("", 0, left_out=len(chosen))
-    return ContextBlock(text, tokens, kept, len(chosen) - len(kept))
+    return ContextBlock(text, tokens, kept, len(chosen) - len(kept),
+                        hashes={h["id"]: fingerprint(h) for h in chosen if h["id"] in set(kept)}, repeated=repeated)

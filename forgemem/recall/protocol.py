@@ -41,6 +41,7 @@ MAX_QUERIES = 100
 MAX_K = 1000
 MAX_HOPS = 5
 MAX_BUDGET = 100_000
+MAX_SKIP = 5000  # entries in a context request's "skip" (a session record keeps at most 2000)
 MAX_CONNECTIONS = 256  # connections whose request line is still arriving; past it the oldest is closed
 BACKLOG = 128  # connections the kernel queues before the server accepts them
 POLL = 0.5  # how often the accept loop looks at the clock and the stop flag
@@ -211,6 +212,7 @@ class Request:
     use_embeddings: bool = True
     log: bool = True
     budget: int = 1500
+    skip: tuple[tuple[str, str], ...] = ()  # context: (id, fingerprint) the agent already has
 
     @classmethod
     def parse(cls, data: object, strict: bool = True, uid: int | None = None) -> Request:
@@ -239,6 +241,12 @@ class Request:
         if op == "context" and len(queries) != 1:
             raise BadRequest('a context request has exactly one query')
         budget = _int(data, "budget", 1500, 0, MAX_BUDGET if strict else None)
+        skip = data.get("skip", {})
+        if not isinstance(skip, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) <= 64
+                                                 for k, v in skip.items()):
+            raise BadRequest('"skip" must be an object of memory id -> fingerprint')
+        if strict and len(skip) > MAX_SKIP:
+            raise BadRequest(f'at most {MAX_SKIP} entries in "skip", not {len(skip)}')
         return cls(
             op=op,
             stores=dict(stores),
@@ -246,6 +254,7 @@ class Request:
             use_embeddings=_bool(data, "use_embeddings", True),
             log=_bool(data, "log", True),
             budget=budget,
+            skip=tuple(skip.items()),
         )
 
 

@@ -22,7 +22,8 @@ short: one JSON object per line each way. A request is
 "notes": [...], "results": [[hit, ...], ...]}` or `{"ok": false, "error": ...}`.
 `{"op": "context", ..., "queries": [one query], "budget": N}` answers with the
 rendered block instead (`forgemem.context`): `{"ok": true, "context", "tokens",
-"ids", "left_out", ...}`.
+"ids", "left_out", "hashes", "repeated", ...}`; its optional `"skip": {id: fingerprint}`
+leaves out what the agent already has unchanged (the hooks' session record).
 This module imports only the standard library until a request is handled.
 
 Trust, both ways (the answer ends up in an agent's context):
@@ -149,7 +150,8 @@ def handle(request: dict | Request, engines: Engines, refresh: bool = True) -> d
         if req.op == "context":
             from forgemem.recall.context import render
 
-            block = render(answers[0], lexical_only, req.budget, engine.workspace.config.embedding_model)
+            block = render(answers[0], lexical_only, req.budget, engine.workspace.config.embedding_model,
+                           skip=dict(req.skip))
             log_recalls(engine, [h for h in answers[0] if h["id"] in set(block.ids)])
             return {"ok": True, "lexical_only": lexical_only, "notes": notes, **block.to_dict()}
         return {"ok": True, "lexical_only": lexical_only, "notes": notes, "results": answers}
