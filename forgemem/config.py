@@ -199,6 +199,8 @@ def _parse_yaml(path: Path, raw: bytes) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"config file {path} is not valid YAML{where}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path}: the YAML is nested too deeply") from None
 
 
 def _settings(path: Path, data: Any, user: bool) -> dict[str, Any]:

@@ -49,7 +49,11 @@ def unsafe_yaml(text: str, max_depth: int = MAX_YAML_DEPTH) -> tuple[str, int] |
                     return f"the YAML is nested more than {max_depth} levels deep", token.start_mark.line + 1
             elif isinstance(token, _CLOSING):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # libyaml 0.2.6+ (PyYAML 6.0.3+) limits nesting itself, before the tokens reach us
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            mark = getattr(exc, "problem_mark", None)
+            return f"the YAML is nested more than {max_depth} levels deep", (mark.line + 1 if mark else 1)
         return None
     return None
 
