@@ -299,6 +299,8 @@ SETS = (
     ("v2 held-out", "capture_v2_heldout.yaml", "written before v2 first ran on it; first measured P 0.667 / R 0.625;"
      " one scope fix since came from reading its misses"),
     ("v2 dev 2", "capture_v2_dev2.yaml", "development: written like held-out 2 by another writer, read and tuned on"),
+    ("v2 dev 3", "capture_v2_dev3.yaml", "written 2026-11-26 by a writer who saw neither the classifier nor the"
+     " other sets; first measured before any change, then read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
 )
@@ -457,10 +459,15 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--blind", action="store_true",
                         help="also run the blind held-out sets (aggregate figures only); not while tuning")
+    parser.add_argument("--labelled-only", action="store_true",
+                        help="run only section 4 (our labelled sessions), for a quick loop")
     args = parser.parse_args()
     from capture_corpus import available
 
     embedder = load_embedder()
+    if args.labelled_only:
+        labelled(embedder, args.blind)
+        return
     if available():
         corpus_test(embedder)
         pairs_test(embedder)
