@@ -9,8 +9,9 @@ store's folder>.sqlite` (private: 0700 folder, 0600 file; never in git, never in
 a memory file, so a recall never dirties the working tree).
 
 The access log keeps the newest ACCESS_KEEP recalls; feedback is kept as counts
-(read on every recall: a small table). Usage recorded by an older forgemem in the
-cache is moved here the first time a store's usage is opened.
+(read on every recall: a small table); `forgemem tidy` remembers here what a
+person chose to keep as it is, so it does not ask again. Usage recorded by an
+older forgemem in the cache is moved here the first time a store's usage is opened.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ CREATE TABLE IF NOT EXISTS access(memory_id TEXT NOT NULL, at REAL NOT NULL, eve
 CREATE INDEX IF NOT EXISTS access_id ON access(memory_id);
 CREATE TABLE IF NOT EXISTS feedback(memory_id TEXT PRIMARY KEY, useful INTEGER NOT NULL, wrong INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS decisions(key TEXT PRIMARY KEY, at REAL NOT NULL);
 """
 
 
@@ -144,6 +146,21 @@ class Usage:
         """memory id -> (useful, wrong) marks from `forgemem feedback`."""
         return {memory_id: (useful, wrong) for memory_id, useful, wrong in
                 self.db.execute("SELECT memory_id, useful, wrong FROM feedback")}
+
+    def recorded_since(self) -> float | None:
+        """When the oldest recall still in the access log was recorded (POSIX seconds; None: none yet)."""
+        return self.db.execute("SELECT min(at) FROM access WHERE event = 'recalled'").fetchone()[0]
+
+    # ------------------------------------------------------------ decisions (`forgemem tidy`)
+
+    def decide(self, key: str) -> None:
+        """Remember that a person chose to leave something as it is (`key`: what was asked, by memory id)."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO decisions(key, at) VALUES (?, ?)", (key, time.time()))
+
+    def decisions(self) -> dict[str, float]:
+        """key -> when it was decided."""
+        return dict(self.db.execute("SELECT key, at FROM decisions"))
 
 
 # ------------------------------------------------------------------ tokens injected (from the hooks log)

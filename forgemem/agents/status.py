@@ -73,7 +73,9 @@ def next_action(report: dict) -> str:
         return f"{_n(report['not_captured'], 'past session')} not captured yet: forgemem observe --backfill"
     if report["stale"]:
         ids = len({s["id"] for s in report["stale"]})
-        return f"{_n(ids, 'memory', 'memories')} name paths or symbols that moved on: forgemem doctor"
+        gone = any(s["kind"] in ("missing-path", "missing-symbol") for s in report["stale"])
+        return (f"{_n(ids, 'memory', 'memories')} name paths or symbols that moved on: "
+                + ("forgemem tidy" if gone else "forgemem doctor"))
     return "nothing needs you"
 
 

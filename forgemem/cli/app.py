@@ -172,6 +172,8 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
+            self.threshold = 1 << 62  # closed for good: a later call draws nothing
 
 
 def _refresh(engine, label: str = "embedding memories"):

@@ -29,15 +29,18 @@ def review(
 
     The plain `forgemem review` (the working tree) also lists proposed memories
     of your personal store, which is not in git; a revision range or --staged
-    never does. Exit 1 when the new side has problems or deleted memory files.
+    never does. Memories citing a path or symbol the new side no longer has are
+    flagged. Exit 1 when the new side has problems or deleted memory files.
     """
+    from forgemem.curate.stale import review as review_with_stale
+    from forgemem.git import proposals
     from forgemem.git import review as review_module
 
     if accept or reject:
         if rev_range or staged or worktree:
             raise UsageError("--accept/--reject take ids only")
-        done = {"accepted": [m.id for m in review_module.accept(state.workspace(), accept)],
-                "rejected": [m.id for m in review_module.reject(state.workspace(), reject)]}
+        done = {"accepted": [m.id for m in proposals.accept(state.workspace(), accept)],
+                "rejected": [m.id for m in proposals.reject(state.workspace(), reject)]}
         if as_json:
             emit_json(done)
         else:
@@ -47,7 +50,7 @@ def review(
         return
     if worktree and (staged or rev_range):
         raise UsageError("--worktree goes alone (it is the default)")
-    personal = [] if (rev_range or staged) else review_module.personal_proposals(state.workspace())
+    personal = [] if (rev_range or staged) else proposals.personal_proposals(state.workspace())
     try:
         root = _repo_root()
     except UsageError:
@@ -58,7 +61,7 @@ def review(
         else:
             sys.stdout.write(review_module.render_personal(personal))
         return
-    result = review_module.review(root, rev_range, staged)
+    result = review_with_stale(root, rev_range, staged)
     result.personal = personal
     if as_json:
         emit_json(result.to_dict())

@@ -10,7 +10,7 @@ import sys
 
 from rich.markup import escape
 
-from forgemem.cli import agents, capture, git, interop, memories, overview, recall, status  # noqa: F401 - they register their commands
+from forgemem.cli import agents, capture, git, interop, memories, overview, recall, status, tidy  # noqa: F401 - they register their commands
 from forgemem.cli.app import app, err
 from forgemem.config import debug
 from forgemem.errors import EXIT_PROBLEMS, ForgememError

@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, out, show_problem, state, warn
+from forgemem.curate import nearby
 from forgemem.errors import ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, one_line, utc_now
 from forgemem.views import added_json, forgotten_json, linked_json, memory_json
@@ -150,10 +151,26 @@ def add(
     )
     if redacted:
         warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")
+    if not as_json:
+        print(f"{memory.id}\t{memory.path}", flush=True)  # on disk: said before the memories near it are looked for
+    near = _near(ws, memory) if memory.id not in ws.reused else []
+    for found in near:
+        warn(nearby.advice(found, memory))
     if as_json:
-        emit_json(added_json(memory, redacted, existing=memory.id in ws.reused))
-    else:
-        print(f"{memory.id}\t{memory.path}")
+        emit_json({**added_json(memory, redacted, existing=memory.id in ws.reused),
+                   "near_duplicates": [n.to_dict() for n in near if n.kind == "duplicate"],
+                   "likely_contradictions": [n.to_dict() for n in near if n.kind == "contradiction"]})
+
+
+def _near(ws, memory) -> list:
+    """The current memories close to the one just written; a failure to look is said, never an error."""
+    from forgemem.cli.app import _refresh
+
+    try:
+        return nearby.near_new(ws, memory, prepare=_refresh, on_notice=warn)
+    except Exception as exc:  # noqa: BLE001 - the memory is written; the check is advice
+        warn(f"could not look for similar memories ({type(exc).__name__}: {exc})")
+        return []
 
 
 @app.command("list")

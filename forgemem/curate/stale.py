@@ -11,6 +11,12 @@ A memory that mentions a backticked path (`harbor/booking/service.py`,
 - the symbol appears nowhere in the tracked files (git grep).
 
 Only repo-scope memories are checked (user memories speak of other projects too).
+
+`forgemem review` flags the memories that cite what the new side of a diff no
+longer has (`review`, `gone_at`: a path or symbol checked at that revision, in
+the index or in the working tree): the memories the diff writes, and the ones
+whose citation the diff took away (it existed on the old side). Memories stale
+before the diff are left to `doctor`, `status` and `tidy`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from forgemem.store.model import Memory, format_timestamp
 
 CHANGED_SHARE = 0.5
 MIN_CHANGED = 10
+GONE = ("missing-path", "missing-symbol")  # the kinds that say a cited thing no longer exists
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
 _PATHLIKE = re.compile(r"^[\w.\-]+(?:/[\w.\-]*)+$|^[\w\-]+\.(?:py|md|toml|ya?ml|json|js|ts|tsx|go|rs|rb|sh|cfg|ini|txt|sql|html|css)$")
 _SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
@@ -39,6 +46,14 @@ class Finding:
 
     def to_dict(self) -> dict:
         return {"id": self.memory.id, "kind": self.kind, "name": self.name, "detail": self.detail}
+
+    def cites(self) -> str:
+        """What a person reads: "cites `src/old.py`, which no longer exists"."""
+        if self.kind == "missing-symbol":
+            return f"cites `{self.name}`, which appears nowhere in the repository"
+        if self.kind == "missing-path":
+            return f"cites `{self.name}`, which no longer exists"
+        return self.detail
 
 
 def mentions(body: str) -> tuple[list[str], list[str]]:
@@ -109,3 +124,66 @@ def find_stale(memories: list[Memory], root: Path) -> list[Finding]:
             if not symbol_found[name]:
                 findings.append(Finding(memory, "missing-symbol", name, f"`{name}` appears nowhere in the repository"))
     return findings
+
+
+# ------------------------------------------------------------------ at a side of a diff (review)
+
+
+class _Side:
+    """Which paths and symbols one side of a diff has: a revision, the index or the working tree."""
+
+    def __init__(self, root: Path, where: str):
+        from forgemem.git.review import INDEX, WORKTREE
+
+        self.root, self.where = root, where
+        self.worktree, self.index = where == WORKTREE, where == INDEX
+        self._files: set[str] | None = None
+        self._symbols: dict[str, bool] = {}
+
+    def files(self) -> set[str]:
+        if self._files is None:
+            args = ("ls-files", "-z") if self.index else ("ls-tree", "-r", "--name-only", "-z", self.where)
+            done = _git(self.root, *args)
+            self._files = set(filter(None, done.stdout.split("\0"))) if done.returncode == 0 else set()
+        return self._files
+
+    def has_path(self, name: str) -> bool:
+        if self.worktree:
+            return (self.root / name.rstrip("/")).exists()
+        name = name.rstrip("/")
+        return name in self.files() or any(f.startswith(name + "/") for f in self.files())
+
+    def has_symbol(self, name: str) -> bool:
+        if name not in self._symbols:
+            where = () if self.worktree else ("--cached",) if self.index else (self.where,)
+            done = _git(self.root, "grep", "-q", "-w", "-F", "-e", name, *where, "--", ".", ":(exclude).forge")
+            self._symbols[name] = done.returncode == 0
+        return self._symbols[name]
+
+    def gone(self, memory: Memory) -> list[Finding]:
+        paths, symbols = mentions(memory.body)
+        found = [Finding(memory, "missing-path", p, f"`{p}` no longer exists") for p in paths if not self.has_path(p)]
+        return found + [Finding(memory, "missing-symbol", s, f"`{s}` appears nowhere in the repository")
+                        for s in symbols if not self.has_symbol(s)]
+
+
+def review(root: Path, rev_range: str | None = None, staged: bool = False):
+    """`forgemem review` (`git.review.review`), with the memories that cite what the new side no longer has."""
+    from forgemem.git import review as git_review
+
+    result = git_review.review(root, rev_range, staged)
+    old_where, new_where = git_review.sides_for(root, rev_range, staged)
+    old, new = _Side(root, old_where), _Side(root, new_where)
+    changed = {i.memory.id for i in result.items if i.kind != "deleted"}
+    graph = result.new.graph
+    for memory in sorted(result.new.memories.values(), key=lambda m: (m.created_at, m.id)):
+        if memory.scope != "repo" or memory.retracted or not graph.is_head(memory.id):
+            continue
+        for finding in new.gone(memory):
+            if memory.id not in changed:  # only what this diff took away
+                had = old.has_path if finding.kind == "missing-path" else old.has_symbol
+                if not had(finding.name):
+                    continue
+            result.stale.append({"id": memory.id, "kind": finding.kind, "name": finding.name,
+                                 "cites": finding.cites(), "changed": memory.id in changed})
+    return result

@@ -15,10 +15,14 @@ the normal file reader, and compared by memory id, not by text:
 `render_markdown` is written for a pull-request comment; `to_dict` for bots.
 
 The user store is not in git, so its proposed memories (captured with
-`capture_review: true`) never show in a diff: `personal_proposals` lists them
-for the plain `forgemem review` (the working tree; never for a revision range
-or `--staged`, which is what goes into a pull request), in a section of their
-own. `accept` and `reject` work the same in both stores.
+`capture_review: true`) never show in a diff: `git.proposals.personal_proposals`
+lists them for the plain `forgemem review` (the working tree; never for a
+revision range or `--staged`, which is what goes into a pull request), in a
+section of their own.
+
+Memories that cite a path or symbol gone on the new side (`stale`) are found by
+`curate.stale.review`, which the command calls (this layer does not judge
+memories against the code); they are rendered here.
 """
 
 from __future__ import annotations
@@ -184,6 +188,8 @@ class Review:
     forks_created: list[tuple[str, list[str]]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     personal: list[Memory] = field(default_factory=list)  # proposed in the user store (not in git)
+    #: memories citing what the new side no longer has: {id, kind, name, cites, changed (the memory is in the diff)}
+    stale: list[dict] = field(default_factory=list)
 
     def of(self, kind: str) -> list[Item]:
         return [i for i in self.items if i.kind == kind]
@@ -217,6 +223,7 @@ class Review:
             "problems": [{"path": str(p.path) if p.path else None, "line": p.line, "reason": p.reason}
                          for p in self.problems],
             "personal_proposed": [m.to_dict() for m in self.personal],
+            "stale": self.stale,
         }
 
 
@@ -354,6 +361,8 @@ def render_markdown(result: Review) -> str:
     lines = [f"### forgemem review: {result.old.label} → {result.new.label}", ""]
     if result.empty:
         lines.append("No memory changes.")
+        if result.stale:
+            lines += ["", *_stale_markdown(result, s)[:-1]]
         if result.personal:
             lines += ["", *personal_markdown(result.personal)]
         return "\n".join(lines).rstrip() + "\n"
@@ -414,9 +423,21 @@ def render_markdown(result: Review) -> str:
         lines.append("**Problems** (`forgemem validate`)")
         lines += [f"- {p}" for p in result.problems]
         lines.append("")
+    lines += _stale_markdown(result, s)
     if result.personal:
         lines += personal_markdown(result.personal)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _stale_markdown(result: Review, s) -> list[str]:
+    if not result.stale:
+        return []
+    lines = ["**Cites what no longer exists** (`forgemem tidy` asks whether each still holds)"]
+    for item in result.stale:
+        memory = result.new.memories[item["id"]]
+        cause = "written in this change" if item["changed"] else "gone since this change"
+        lines.append(f"- {s(item['id'])} {item['cites']} ({cause}): {_one_line(memory.body, 120)}")
+    return [*lines, ""]
 
 
 def personal_markdown(memories: list[Memory]) -> list[str]:
@@ -436,52 +457,3 @@ def personal_markdown(memories: list[Memory]) -> list[str]:
 def render_personal(memories: list[Memory]) -> str:
     """`forgemem review` outside a git repository: the personal proposals alone."""
     return "\n".join(["### forgemem review: your personal store", "", *personal_markdown(memories)]).rstrip() + "\n"
-
-
-# ------------------------------------------------------------------ proposals
-
-
-def personal_proposals(workspace) -> list[Memory]:
-    """Proposed memories in the user store, oldest first (the user store is not in git)."""
-    store = workspace.stores.get("user")
-    if store is None or not store.exists():
-        return []
-    folder = store.memory_dir
-    found = [m for m in workspace.load().memories
-             if m.status == PROPOSED and m.path is not None and folder in m.path.parents]
-    return sorted(found, key=lambda m: (m.created_at, m.id))
-
-
-def accept(workspace, refs: list[str]) -> list[Memory]:
-    """Proposed memories become ordinary ones (the `status: proposed` line goes)."""
-    from forgemem.store.model import utc_now
-
-    snap = workspace.load()
-    accepted = []
-    for ref in refs:
-        memory = snap.resolve(ref)
-        if memory.status != PROPOSED:
-            raise UsageError(f"{memory.id} is not a proposed memory")
-        memory.extra = {k: v for k, v in memory.extra.items() if k != "status"}
-        memory.updated_at = utc_now()
-        workspace.replace(memory)
-        accepted.append(memory)
-    return accepted
-
-
-def reject(workspace, refs: list[str]) -> list[Memory]:
-    """Proposed memories are deleted (they were never accepted; git still has them if committed)."""
-    snap = workspace.load()
-    memories = [snap.resolve(ref) for ref in refs]
-    for memory in memories:
-        if memory.status != PROPOSED:
-            raise UsageError(f"{memory.id} is not a proposed memory; use `forgemem forget` to retract it")
-        pointing = [m.id for m in snap.pointing_at(memory.id)]
-        if pointing:
-            raise UsageError(f"{memory.id} is referenced by {', '.join(pointing)}; reject those first")
-    for memory in memories:
-        workspace.remove(memory)
-    from forgemem.capture.announce import forget
-
-    forget(workspace, [m.id for m in memories])  # a rejected memory is not announced any more
-    return memories
