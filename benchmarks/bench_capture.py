@@ -312,7 +312,7 @@ def labelled(embedder, blind: bool = False) -> None:
     fixtures = ROOT / "tests" / "fixtures"
     print("== 4. our labelled sessions (tests/fixtures/)")
     print(f"{'set':12} {'classifier':12} {'cases':>5} {'written':>7} {'correct':>7} {'expected':>8} "
-          f"{'precision':>9} {'recall':>7} {'supersessions':>13} {'stale':>5}")
+          f"{'precision':>9} {'recall':>7} {'supersessions':>13} {'stale':>5} {'detected P':>10} {'detected R':>10}")
     misses = []
     for set_name, file_name, _ in SETS:
         if set_name in BLIND and not blind:
@@ -325,7 +325,7 @@ def labelled(embedder, blind: bool = False) -> None:
             stale = sum(len(r.stale_current) for r in results)
             print(f"{set_name:12} {name:12} {s['cases']:5d} {s['written']:7d} {s['correct']:7d} {s['expected']:8d} "
                   f"{s['precision']:9.3f} {s['recall']:7.3f} {s['written_as_supersession']:>6d} of "
-                  f"{s['changes_of_mind']:<3d} {stale:5d}")
+                  f"{s['changes_of_mind']:<3d} {stale:5d} {s['detected_precision']:10.3f} {s['detected_recall']:10.3f}")
             if factory is None and set_name not in BLIND:
                 misses += [(set_name, r.name, "missed", str(m)) for r in results for m in r.missed]
                 misses += [(set_name, r.name, "extra", f"{w['category']}/{w['scope']} "

@@ -24,7 +24,9 @@ CORPUS = ROOT.parent / "shared" / "eval" / "capture"
 #: this project's own training rows: capture_extra.jsonl (languages, real-style follow-ups, confirmations),
 #: capture_extra2.jsonl (320 rows written like real sessions: every row with the agent's turn before it,
 #: hard decoys, the category boundaries, run-on turns)
-EXTRAS = (ROOT / "tests" / "fixtures" / "capture_extra.jsonl", ROOT / "tests" / "fixtures" / "capture_extra2.jsonl")
+#: capture_extra3.jsonl (360 rows by a third writer: hard negatives real sessions are full of — bug reports,
+#: status remarks, venting, task-scoped instructions, questions without a "?", reasons said apart from their rule)
+EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in ("", "2", "3"))
 TRAIN, TEST = "train", "test"
 
 

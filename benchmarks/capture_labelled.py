@@ -34,6 +34,7 @@ class CaseResult:
     change_of_mind: int = 0  # expected supersessions
     superseded: int = 0  # of which written as supersessions
     stale_current: list[str] = field(default_factory=list)  # replaced existing memories still current
+    detected: int = 0  # expected memories found by their words alone (category, scope and relation not checked)
 
 
 def load_cases(path: Path = CASES) -> list[dict]:
@@ -90,6 +91,13 @@ def _compare(case: dict, written: list[dict], keys: dict, stale: list[str]) -> C
         if str(want.get("relation", "")).startswith("supersedes"):
             superseded += 1
     result = CaseResult(case["name"], len(expected), written, matched, missed, unmatched, changes, superseded)
+    loose = list(written)
+    for want in expected:
+        hit = next((w for w in loose if all(word.lower() in w["text"].lower() for word in want.get("words", []))),
+                   None)
+        if hit is not None:
+            loose.remove(hit)
+            result.detected += 1
     result.stale_current = [name for name in keys.values() if name not in stale and any(
         str(e.get("relation", "")) == f"supersedes:{name}" for e in expected)]
     return result
@@ -125,6 +133,8 @@ def score(results: list[CaseResult]) -> dict:
         "written": written,
         "correct": matched,
         "precision": matched / written if written else 1.0,
+        "detected_precision": sum(r.detected for r in results) / written if written else 1.0,
+        "detected_recall": sum(r.detected for r in results) / expected if expected else 1.0,
         "recall": matched / expected if expected else 1.0,
         "changes_of_mind": changes,
         "written_as_supersession": sum(r.superseded for r in results),

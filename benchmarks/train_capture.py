@@ -41,11 +41,15 @@ from forgemem.capture.classify.units import units  # noqa: E402
 
 #: non-durable rows count this much more: real sessions are mostly tasks and chatter
 NEGATIVE_WEIGHT = 2.0
-#: precision counts this much more than recall when the threshold is chosen (F-beta): a wrong memory is
-#: injected into every later prompt, a missed one is only missed
-BETA = 0.5
+#: the threshold is chosen for F-beta: with the character n-gram head precision no longer lags (F0.5 was
+#: chosen before it, when a wrong memory was the commoner error), so precision and recall count the same
+BETA = 1.0
 L2_CHOICES = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 MIX_CHOICES = (0.0, 0.25, 0.5, 0.75, 1.0)  # weight of the dense heads' probability against the patterns'
+CHAR_CHOICES = (0.0, 0.2, 0.35, 0.5, 0.65, 0.8)  # weight of the character n-gram head against the other two
+CHAR_C = (1.0, 3.0, 10.0)  # inverse regularisation of the character n-gram head
+CHAR_MIN_DF = 3  # an n-gram in fewer training units than this is not a feature
+CHAR_CATEGORY_C = 10.0  # inverse regularisation of the character n-grams' category head
 THRESHOLDS = np.round(np.arange(0.30, 0.91, 0.02), 2)
 
 
@@ -169,6 +173,72 @@ def category_l2(x: np.ndarray, cats: np.ndarray, folds: np.ndarray, log, kind: s
     return best[1]
 
 
+def char_head(texts: list[str], y: np.ndarray, weight: np.ndarray, folds: np.ndarray, cats: np.ndarray,
+              log) -> tuple[dict, np.ndarray]:
+    """The character n-gram head: TF-IDF (sublinear tf) and L2 logistic regression, C by cross-validation.
+
+    Returns its arrays and its out-of-fold scores (for the mix)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from forgemem.capture.classify.learned import char_ngrams
+
+    def fit(inside):
+        tfidf = TfidfVectorizer(analyzer=char_ngrams, min_df=CHAR_MIN_DF, sublinear_tf=True)
+        x = tfidf.fit_transform([t for t, keep in zip(texts, inside, strict=True) if keep])
+        model = LogisticRegression(C=c, solver="lbfgs", max_iter=5000, tol=1e-8)
+        model.fit(x, y[inside].astype(int), sample_weight=weight[inside] * inside.sum() / weight[inside].sum())
+        return tfidf, model
+
+    best = None
+    for c in CHAR_C:
+        scores = np.zeros(len(y))
+        for k in sorted(set(folds.tolist())):
+            inside, out = folds != k, folds == k
+            tfidf, model = fit(inside)
+            scores[out] = model.predict_proba(tfidf.transform([t for t, o in zip(texts, out, strict=True) if o]))[:, 1]
+        f = max(f_beta(y, (scores >= at).astype(int), beta=BETA) for at in THRESHOLDS)
+        if best is None or f > best[0] + 1e-9:
+            best = (f, c, scores)
+    c = best[1]
+    tfidf, model = fit(np.ones(len(y), dtype=bool))
+    grams = sorted(tfidf.vocabulary_, key=tfidf.vocabulary_.get)
+    log(f"  character n-grams ({len(grams):,}): C {c} (cross-validated best F{BETA} {best[0]:.3f} on TRAIN folds)")
+    durable = y == 1
+    category_w, category_b = fit_softmax(tfidf.transform([t for t, d in zip(texts, durable, strict=True) if d]),
+                                         cats[durable], len(CATEGORIES), 1.0 / CHAR_CATEGORY_C)
+    return {"char_vocabulary": np.array(grams), "char_idf": tfidf.idf_.astype(np.float32),
+            "char_w": model.coef_[0].astype(np.float32), "char_b": np.float32(model.intercept_[0]),
+            "char_category_w": category_w, "char_category_b": category_b}, best[2]
+
+
+def category_mix(x: np.ndarray, texts: list[str], cats: np.ndarray, folds: np.ndarray, l2: float, log) -> float:
+    """The weight of the character n-grams' category probabilities against the dense head's, by
+    cross-validated accuracy over the TRAIN folds (durable units only)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from forgemem.capture.classify.learned import char_ngrams
+
+    dense, char = np.zeros((len(cats), len(CATEGORIES))), np.zeros((len(cats), len(CATEGORIES)))
+    for k in sorted(set(folds.tolist())):
+        inside, out = folds != k, folds == k
+        mean, scale = standardise(x[inside])
+        w, b = fit_softmax((x[inside] - mean) / scale, cats[inside], len(CATEGORIES), l2)
+        dense[out] = softmax(((x[out] - mean) / scale) @ w + b)
+        tfidf = TfidfVectorizer(analyzer=char_ngrams, min_df=CHAR_MIN_DF, sublinear_tf=True)
+        t = tfidf.fit_transform([s for s, i in zip(texts, inside, strict=True) if i])
+        w, b = fit_softmax(t, cats[inside], len(CATEGORIES), 1.0 / CHAR_CATEGORY_C)
+        char[out] = softmax(tfidf.transform([s for s, o in zip(texts, out, strict=True) if o]) @ w + b)
+    best = max((float(((1 - a) * dense + a * char).argmax(axis=1).__eq__(cats).mean()), -a) for a in CHAR_CHOICES)
+    log(f"  category: {-best[1]} character n-grams (cross-validated accuracy {best[0]:.3f})")
+    return -best[1]
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
 def train_heads(x: np.ndarray, meta: list[dict], l2: float, l2_category: float) -> dict[str, np.ndarray]:
     y = np.array([1.0 if m["durable"] else 0.0 for m in meta])
     weight = np.where(y == 1, 1.0, NEGATIVE_WEIGHT)
@@ -207,22 +277,34 @@ def build(log=print) -> bytes:
         durable = y == 1
         cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
         l2_category = category_l2(x[durable], cats[durable], folds[durable], log, kind)
+        if kind == "dense":
+            dense_category_l2 = l2_category
         for key, value in train_heads(x, meta, chosen[kind], l2_category).items():
             arrays[f"{kind}_{key}"] = np.asarray(value)
-    # with a model: a mix of both heads' probabilities; threshold and mix by the same cross-validation
+    cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
+    char_arrays, char_scores = char_head(texts, y, weight, folds, cats, log)
+    arrays.update(char_arrays)
+    durable = y == 1
+    arrays["char_category_mix"] = np.float32(category_mix(
+        features["dense"][durable], [t for t, d in zip(texts, durable, strict=True) if d], cats[durable],
+        folds[durable], dense_category_l2, log))
+    # with a model: a mix of the three heads' probabilities; threshold and mix by the same cross-validation
     best = None
     for mix in MIX_CHOICES:
-        mixed = mix * scores["dense"] + (1 - mix) * scores["patterns"]
-        for at in THRESHOLDS:
-            f = f_beta(y, (mixed >= at).astype(int), beta=BETA)
-            if best is None or f > best[0] + 1e-9:
-                best = (f, mix, float(at), f_beta(y, (mixed >= at).astype(int)))
-    log(f"  with a model: mix {best[1]} dense, threshold {best[2]:.2f} (F{BETA} {best[0]:.3f}, F1 {best[3]:.3f})")
-    arrays["dense_mix"] = np.float32(best[1])
-    arrays["dense_durable_at"] = np.float32(best[2])
-    best = max((f_beta(y, (scores["patterns"] >= at).astype(int), beta=BETA), float(at)) for at in THRESHOLDS)
-    log(f"  patterns only: threshold {best[1]:.2f} (F{BETA} {best[0]:.3f})")
-    arrays["patterns_durable_at"] = np.float32(best[1])
+        for char in CHAR_CHOICES:
+            mixed = (1 - char) * (mix * scores["dense"] + (1 - mix) * scores["patterns"]) + char * char_scores
+            for at in THRESHOLDS:
+                f = f_beta(y, (mixed >= at).astype(int), beta=BETA)
+                if best is None or f > best[0] + 1e-9:
+                    best = (f, mix, char, float(at), f_beta(y, (mixed >= at).astype(int)))
+    log(f"  with a model: mix {best[1]} dense, {best[2]} character n-grams, threshold {best[3]:.2f} "
+        f"(F{BETA} {best[0]:.3f}, F1 {best[4]:.3f})")
+    arrays["dense_mix"], arrays["dense_char"], arrays["dense_durable_at"] = (np.float32(v) for v in best[1:4])
+    # without a model (lexical mode): the patterns head and the character n-grams
+    best = max((f_beta(y, (((1 - char) * scores["patterns"] + char * char_scores) >= at).astype(int), beta=BETA),
+                char, float(at)) for char in CHAR_CHOICES for at in THRESHOLDS)
+    log(f"  patterns only: {best[1]} character n-grams, threshold {best[2]:.2f} (F{BETA} {best[0]:.3f})")
+    arrays["patterns_char"], arrays["patterns_durable_at"] = np.float32(best[1]), np.float32(best[2])
     return npz_bytes(arrays)
 
 

@@ -126,6 +126,62 @@ def pattern_features(sentence: str, before: str = "") -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
+# ------------------------------------------------------------------ character n-grams
+
+#: n-grams of 2 to 5 characters inside word boundaries: they read the words people type as they type them
+#: ("dont", "im", "pls", typos, inflections in other languages) where a sentence vector blurs them
+CHAR_NGRAMS = (2, 5)
+_SPACES = re.compile(r"\s\s+")
+
+
+def char_ngrams(text: str) -> list[str]:
+    """The lower-cased character n-grams of each word, padded with a space (scikit-learn's "char_wb")."""
+    low, high = CHAR_NGRAMS
+    grams: list[str] = []
+    for word in _SPACES.sub(" ", text.lower()).split():
+        word = f" {word} "
+        for n in range(low, high + 1):
+            grams.extend(word[i: i + n] for i in range(max(1, len(word) - n + 1)))
+            if len(word) <= n:
+                break  # the whole word: counted once
+    return grams
+
+
+@dataclass(frozen=True)
+class CharHead:
+    """A logistic regression over the sentence's TF-IDF character n-grams (sublinear tf, L2-normalised)."""
+
+    index: dict[str, int]
+    idf: np.ndarray
+    w: np.ndarray
+    b: float
+    category_w: np.ndarray  # (n-grams, 5)
+    category_b: np.ndarray
+
+    def _logits(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        durable, category = np.full(len(texts), self.b), np.tile(self.category_b, (len(texts), 1))
+        for row, text in enumerate(texts):
+            counts: dict[int, int] = {}
+            for gram in char_ngrams(text):
+                column = self.index.get(gram)
+                if column is not None:
+                    counts[column] = counts.get(column, 0) + 1
+            if not counts:
+                continue
+            columns = np.fromiter(counts, dtype=np.int64, count=len(counts))
+            values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * self.idf[columns]
+            values /= float(np.linalg.norm(values))
+            durable[row] += float(values @ self.w[columns])
+            category[row] += values @ self.category_w[columns]
+        return durable, category
+
+    def probabilities(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(durable probability, category probabilities) of each text."""
+        durable, category = self._logits(texts)
+        category = np.exp(category - category.max(axis=1, keepdims=True))
+        return _sigmoid(durable), category / category.sum(axis=1, keepdims=True)
+
+
 # ------------------------------------------------------------------ the heads
 
 
@@ -143,6 +199,8 @@ class Heads:
     mean: np.ndarray  # feature standardisation
     scale: np.ndarray
     mix: float = 0.0  # dense: the weight of its own durable probability against the patterns heads'
+    char: float = 0.0  # the weight of the character n-gram head's probability against the mix of the others
+    char_category: float = 0.0  # ... and of its category probabilities against this kind's category head
 
 
 @lru_cache(maxsize=1)
@@ -156,12 +214,22 @@ def load_heads() -> dict[str, Heads]:
             category_w=data[f"{kind}_category_w"], category_b=data[f"{kind}_category_b"],
             scope_w=data[f"{kind}_scope_w"], scope_b=float(data[f"{kind}_scope_b"]),
             mean=data[f"{kind}_mean"], scale=data[f"{kind}_scale"],
-            mix=float(data["dense_mix"]) if kind == "dense" else 0.0,
+            mix=float(data["dense_mix"]) if kind == "dense" else 0.0, char=float(data[f"{kind}_char"]),
+            char_category=float(data["char_category_mix"]),
         )
     names = tuple(str(n) for n in data["pattern_names"])
     if names != PATTERN_NAMES:
         raise RuntimeError(f"{WEIGHTS.name} was trained with other pattern features; run benchmarks/train_capture.py")
     return heads
+
+
+@lru_cache(maxsize=1)
+def load_char_head() -> CharHead:
+    data = np.load(WEIGHTS)
+    grams = [str(g) for g in data["char_vocabulary"]]
+    return CharHead({g: i for i, g in enumerate(grams)}, data["char_idf"].astype(np.float64),
+                    data["char_w"].astype(np.float64), float(data["char_b"]),
+                    data["char_category_w"].astype(np.float64), data["char_category_b"].astype(np.float64))
 
 
 def feature_matrix(sentences: list[str], embedder=None, befores: list[str] | None = None) -> np.ndarray:
@@ -250,8 +318,9 @@ def never_durable(sentence: str) -> bool:
 def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> list[Decision]:
     """Decisions for feature rows of `kind` ("dense": vectors + patterns, or "patterns" alone).
 
-    With vectors, durability is a mix of both heads' probabilities (the mix and the
-    threshold were chosen by cross-validation); category and scope come from the dense heads.
+    With vectors, durability is a mix of both heads' probabilities and, given the texts, the
+    character n-gram head's (the mix and the threshold were chosen by cross-validation);
+    category and scope come from the dense heads.
     """
     heads = load_heads()[kind]
     x = (features - heads.mean) / heads.scale
@@ -264,6 +333,10 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
     logits = x @ heads.category_w + heads.category_b
     logits = logits - logits.max(axis=1, keepdims=True)
     probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    if texts is not None:
+        char_durable, char_category = load_char_head().probabilities(texts)
+        durable = (1 - heads.char) * durable + heads.char * char_durable
+        probs = (1 - heads.char_category) * probs + heads.char_category * char_category
     user = _sigmoid(x @ heads.scope_w + heads.scope_b)
     out = []
     for i in range(len(features)):

@@ -98,6 +98,10 @@ class OfflineClassifier:
             about = f"{before}\n{unit}" if confirm else unit
             scope, why_scope = learned_scope(about, category, decision.user_p, self.has_repo,
                                            dict(decision.categories).get(category, decision.category_p))
+            if (category == "corrections" and scope == "user" and why_scope in _WEAK_SCOPE and agent
+                    and _AT_THE_WORK.search(unit)):
+                # a correction pointing at the work just done here ("don't use --no-git in those tests")
+                scope, why_scope = "repo", "corrects the work done in this repository"
             text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
                              proposal=before if confirm else "")
             nearest = neighbours(text)
