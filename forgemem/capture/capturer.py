@@ -97,6 +97,7 @@ class Capturer:
         else:
             import numpy as np
 
+            self._stored_vectors([m for m in memories if m.body not in self._vectors])
             missing = [m.body for m in memories if m.body not in self._vectors]
             vectors = embedder.encode([text, *missing])
             for body, vector in zip(missing, vectors[1:], strict=True):
@@ -105,6 +106,24 @@ class Capturer:
             scored = [(m, float(np.dot(query, self._vectors[m.body]))) for m in memories]
         scored.sort(key=lambda pair: pair[1], reverse=True)
         return [Neighbour(m, s) for m, s in scored]
+
+    def _stored_vectors(self, memories: list) -> None:
+        """The index's vectors of these memories' bodies (an untagged memory's indexed text is its body), so
+        that only what the index lacks is encoded again."""
+        import numpy as np
+
+        for scope, index in self.engine.indexes().items():
+            mine = [m for m in memories if m.scope == scope and not m.tags]
+            if not mine:
+                continue
+            try:
+                stored = index.vectors_for(mine)
+            except Exception:  # noqa: BLE001 - a cache that cannot answer: encode instead
+                continue
+            for memory in mine:
+                raw = stored.get(memory.id)
+                if raw is not None:
+                    self._vectors[memory.body] = np.frombuffer(raw, dtype=np.float32)
 
     # ------------------------------------------------------------ a pass
 
