@@ -365,7 +365,10 @@ _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of m
                 r"\bi (?:always|never|prefer|like|hate|love|can't stand|want|need|don't like|do not like)\b",
                 r"\bregardless of (?:the )?project\b", r"\bwhen i (?:write|work|code|review|read)\b",
                 r"\bwhen (?:you )?(?:work|talk|write|answer)(?:ing)? (?:with|to|for) me\b",
-                r"\b(?:ask|tell|show|explain(?: it)? to|remind|warn|check with) me\b", r"\bmakes me\b",
+                r"\b(?:ask|tell|show|explain(?: it)? to|remind|warn|check with|give|send|ping) me\b", r"\bmakes me\b",
+                # how the agent talks and works with the person: their preference wherever they work
+                r"\bshall i proceed\b", r"\b(?:when|whenever|after) you (?:explain|answer|reply|respond|summari[sz]e|"
+                r"finish|are done)\b", r"\byour (?:answers?|replies|responses|explanations?|summar(?:y|ies))\b",
                 r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
 #: personal cues that outweigh any word about the repository
 _ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b",

@@ -147,7 +147,8 @@ _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+
 #: a fact about the person is said in the first person
 _PERSONAL = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|ich|mein|meine|soy|mi|je|mon|ma)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
-_POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same)\b", re.I)
+_POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
+                          r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
 #: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
 #: a unit that only says the mind changed ("hmm wait actually no.") belongs with what follows it
 _MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
