@@ -149,9 +149,10 @@ def recall(
 
 
 def _ask_for_candidates(request: dict, candidates: int) -> None:
-    """`--deep`: the same queries again, for at least `candidates` hits each (the fast answers stay as they
-    are, for when the model fails); nothing logged as recalled: `_rerank` logs what is finally shown."""
-    request["queries"] += [{**q, "k": max(q["k"], candidates)} for q in request["queries"]]
+    """`--deep`: the same queries again, for at least `candidates` hits each, whatever they score (a memory
+    the fast ranking scores low is shown when the model names it); the fast answers stay as they are, for
+    when the model fails. Nothing is logged as recalled here: `_rerank` logs what is finally shown."""
+    request["queries"] += [{**q, "k": max(q["k"], candidates), "floor": 0.0} for q in request["queries"]]
     request["log"] = False
 
 
@@ -166,7 +167,9 @@ def _rerank(answer: dict, request: dict, count: int, candidates: int, say: bool)
     done = []
     for n in range(count):
         query = request["queries"][n]
-        hits, result = rerank(query["text"], answer["results"][count + n], config, k=query["k"], candidates=candidates)
+        fast = answer["results"][n]
+        hits, result = rerank(query["text"], answer["results"][count + n], config, k=query["k"],
+                              candidates=candidates, keep={hit["id"] for hit in fast})
         if result.used:
             answer["results"][n] = hits
         log_shown(ws, answer["results"][n][: query["k"]])

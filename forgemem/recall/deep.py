@@ -5,8 +5,8 @@
                                                     │
           answer checked: whole-number indices 1..N, each once ◄─┘
                                                     ▼
-      the candidates it named, in its order; then the ones it left out, in the fast order;
-      then the hits past N; cut to k (the other side of a contradiction stays right after its hit)
+      the candidates it named, in its order; then the rest of what plain recall shows (`keep`),
+      in the fast order; cut to k (the other side of a contradiction stays right after its hit)
 
 The model is `classifier_model`, as capture uses it (`forgemem.llm`: OpenAI-compatible,
 Anthropic, Ollama over HTTP, or the user's `claude` / `codex` CLI in a private folder with
@@ -91,16 +91,19 @@ class DeepResult:
 
 
 def rerank(query: str, hits: list[dict], config, k: int | None = None, candidates: int = DEFAULT_CANDIDATES,
-           timeout: float | None = None) -> tuple[list[dict], DeepResult]:
+           timeout: float | None = None, keep: set[str] | None = None) -> tuple[list[dict], DeepResult]:
     """The hits reordered by the classifier model, and what happened.
 
     `hits`: a recall's results, best first, as `Hit.to_dict()` gives them (at
     least `content`, `id` and `conflicts`); the first `candidates` are sent.
     `config`: the workspace's configuration (`classifier_model` and its
     settings, `deep_timeout_seconds` unless `timeout` is given). `k`: how many
-    to return (default all). When the result is not `used`, the hits come back
-    unchanged. Each reordered candidate gets `"deep": {"fast_rank", "relevance"}`
-    (relevance None when the model gave none).
+    to return (default all). `keep`: the ids that may be shown although the
+    model did not name them (the plain recall's results; default: every hit),
+    so that a memory the fast ranking left out comes back only when the model
+    names it. When the result is not `used`, the hits come back unchanged. Each
+    reordered candidate gets `"deep": {"fast_rank", "relevance"}` (relevance
+    None when the model gave none).
     """
     from forgemem.errors import ConfigError
     from forgemem.llm import ModelUnavailable
@@ -129,7 +132,7 @@ def rerank(query: str, hits: list[dict], config, k: int | None = None, candidate
         return hits, DeepResult(False, "the model's answer named no candidate", model=spec, candidates=len(top),
                                 ignored=ignored, notes=notes)
     result = DeepResult(True, model=spec, candidates=len(top), ranked=len(order), ignored=ignored, notes=notes)
-    return _arrange(hits, top, order, k), result
+    return _arrange(hits, top, order, k, keep), result
 
 
 # ------------------------------------------------------------------ the question
@@ -195,18 +198,19 @@ def _order(answer, n: int) -> tuple[list[tuple[int, float | None]], int]:
     return order, ignored
 
 
-def _arrange(hits: list[dict], top: list[dict], order: list[tuple[int, float | None]], k: int | None) -> list[dict]:
-    """The named candidates in the model's order, the others in the fast order, the rest after; cut to k
-    with the other side of an unresolved contradiction right after its hit (as the fast ranking does)."""
+def _arrange(hits: list[dict], top: list[dict], order: list[tuple[int, float | None]], k: int | None,
+             keep: set[str] | None) -> list[dict]:
+    """The named candidates in the model's order, then the others (those in `keep`) in the fast order; cut
+    to k, with the other side of an unresolved contradiction right after its hit (as the fast ranking does)."""
     relevance = dict(order)
-    chosen = [i for i, _ in order] + [i for i in range(len(top)) if i not in relevance]
-    placed = [{**top[i], "deep": {"fast_rank": i + 1, "relevance": relevance.get(i)}} for i in chosen]
-    placed += hits[len(top):]
+    marked = [{**hit, "deep": {"fast_rank": i + 1, "relevance": relevance.get(i)}} for i, hit in enumerate(top)]
+    others = [hit for i, hit in enumerate(marked) if i not in relevance] + hits[len(top):]
+    placed = [marked[i] for i, _ in order] + [h for h in others if keep is None or h.get("id") in keep]
+    by_id = {hit.get("id"): hit for hit in marked + hits[len(top):]}
     limit = len(placed) if k is None else k
-    by_id = {hit.get("id"): hit for hit in placed}
     result: list[dict] = []
     shown: set = set()
-    main = 0
+    main = 0  # hits counted against k (the other side of a contradiction is not)
     for hit in placed:
         if main >= limit:
             break
