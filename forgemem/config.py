@@ -87,8 +87,8 @@ def embeddings_disabled() -> bool:
 
 
 def classifier_run() -> bool:
-    """`FORGEMEM_CLASSIFIER_RUN`: this process is capture's own agent-CLI classifier run; its hooks
-    must do nothing (it must never capture itself)."""
+    """`FORGEMEM_CLASSIFIER_RUN`: this process is forgemem's own agent-CLI run (capture's classifier,
+    `recall --deep`); its hooks must do nothing (it must never capture itself)."""
     return bool(os.environ.get("FORGEMEM_CLASSIFIER_RUN"))
 
 
@@ -104,6 +104,7 @@ class Config:
     classifier_base_url: str = ""
     classifier_api_key_env: str = ""
     classifier_timeout: int = 30
+    deep_timeout_seconds: int = 20  # `recall --deep`: one request to the classifier model, no retry
     embedding_model: str = ""
     retrieval_top_k: int = 10
     retrieval_hop_depth: int = 1
@@ -124,6 +125,7 @@ _RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
     "classifier_base_url": (str, None),
     "classifier_api_key_env": (str, None),
     "classifier_timeout": (int, (1, 600)),
+    "deep_timeout_seconds": (int, (1, 600)),
     "embedding_model": (str, None),
     "retrieval_top_k": (int, (1, 1000)),
     "retrieval_hop_depth": (int, (0, 5)),

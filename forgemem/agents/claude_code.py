@@ -49,7 +49,7 @@ SLASH_PROMPT = re.compile(r"\A\s*/forgemem(?=\s|\Z)")
 
 def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
     """Handle one Claude Code hook event; returns what to print (possibly nothing)."""
-    if classifier_run():  # capture's own classifier run (classify.agent_cli): hands off
+    if classifier_run():  # forgemem's own agent run (llm.agent_cli): hands off
         return ""
     try:
         payload = json.loads(stdin_text)

@@ -30,7 +30,7 @@ NAME = "codex"
 
 def codex(payload_text: str) -> None:
     """Codex's `notify` program: after a turn, capture from that session's rollout in the background."""
-    if classifier_run():  # capture's own classifier run (classify.agent_cli): hands off
+    if classifier_run():  # forgemem's own agent run (llm.agent_cli): hands off
         return
     try:
         payload = json.loads(payload_text) if payload_text else {}

@@ -86,6 +86,8 @@ def recall(
     category: Optional[str] = typer.Option(None, "--category", "-c", help="Only this category."),
     tag: list[str] = typer.Option([], "--tag", help="Only memories with this tag (repeatable)."),
     hops: Optional[int] = typer.Option(None, "--hops", min=0, max=5, help="Follow typed edges this far (default: retrieval_hop_depth)."),
+    deep: bool = typer.Option(False, "--deep", help="Let classifier_model reorder the top candidates (the fast ranking if it cannot, saying why)."),
+    deep_candidates: int = typer.Option(20, "--deep-candidates", min=2, max=100, help="How many of the top candidates --deep sends (default 20)."),
     history: bool = typer.Option(False, "--history", help="Return old versions too, not only heads."),
     explain: bool = typer.Option(False, "--explain", help="Show why each memory matched."),
     queries: Optional[str] = typer.Option(None, "--queries", help='Batch: a file (or -) of JSON lines {"id", "query"}; writes JSON lines {"id", "results"}.'),
@@ -119,27 +121,63 @@ def recall(
         "use_embeddings": not lexical_only,
         "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"])} for item in items],
     }
+    if deep:
+        _ask_for_candidates(request, deep_candidates)
     # A running server answers in milliseconds; otherwise do the work here (with a
     # progress bar for a long first build) and start a server for the next call.
     answer = client.answer(request, prepare=_refresh, use_server=batch is None, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
+    deeper = _rerank(answer, request, len(items), deep_candidates, say=batch is None) if deep else None
     _add_unreadable_note(ws, answer)
     for note in answer["notes"]:
         if note not in ws.warnings:  # those were said when the workspace opened
             warn(note)
     if batch is not None:
         for item, hits in zip(batch, answer["results"], strict=True):
-            sys.stdout.write(json.dumps({"id": item.get("id"), "results": hits}, ensure_ascii=False) + "\n")
+            line = {"id": item.get("id"), "results": hits, **({"deep": deeper.pop(0)} if deeper else {})}
+            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
         return
     hits = answer["results"][0]
     if as_json:
         emit_json({
             "query": query, "lexical_only": answer["lexical_only"], "notes": answer["notes"],
-            "served_by": answer.get("served_by"), "results": hits,
+            "served_by": answer.get("served_by"), "results": hits, **({"deep": deeper[0]} if deeper else {}),
         })
         return
     _print_hits(hits, explain)
+
+
+def _ask_for_candidates(request: dict, candidates: int) -> None:
+    """`--deep`: the same queries again, for at least `candidates` hits each, whatever they score (a memory
+    the fast ranking scores low is shown when the model names it); the fast answers stay as they are, for
+    when the model fails. Nothing is logged as recalled here: `_rerank` logs what is finally shown."""
+    request["queries"] += [{**q, "k": max(q["k"], candidates), "floor": 0.0} for q in request["queries"]]
+    request["log"] = False
+
+
+def _rerank(answer: dict, request: dict, count: int, candidates: int, say: bool) -> list[dict]:
+    """`--deep`: each query's hits reordered by the classifier model (forgemem.recall.deep), in place of the
+    fast ones when that worked; the extra candidate lists removed. Returns what happened, per query."""
+    from forgemem.recall.deep import rerank
+    from forgemem.recall.engine import log_shown
+
+    ws = state.workspace()
+    config = ws.config
+    done = []
+    for n in range(count):
+        query = request["queries"][n]
+        fast = answer["results"][n]
+        hits, result = rerank(query["text"], answer["results"][count + n], config, k=query["k"],
+                              candidates=candidates, keep={hit["id"] for hit in fast})
+        if result.used:
+            answer["results"][n] = hits
+        log_shown(ws, answer["results"][n][: query["k"]])
+        if say:
+            answer["notes"].append(result.line())
+        done.append(result.to_dict())
+    del answer["results"][count:]
+    return done
 
 
 def _add_unreadable_note(workspace, answer: dict) -> str | None:

@@ -287,11 +287,16 @@ class StoreWatcher:
 
 def log_recalls(engine: RecallEngine, hits: list[dict]) -> None:
     """Note in each store's usage data which memories a recall returned (for `forgemem stats`)."""
+    log_shown(engine.workspace, hits)
+
+
+def log_shown(workspace: Workspace, hits: list[dict]) -> None:
+    """`log_recalls` for a caller without an engine (`recall --deep` logs the hits it finally shows)."""
     by_scope: dict[str, list[str]] = {}
     for hit in hits:
         by_scope.setdefault(hit["scope"], []).append(hit["id"])
     for scope, ids in by_scope.items():
-        usage = engine.workspace.usage().get(scope)
+        usage = workspace.usage().get(scope)
         if usage is not None:
             try:
                 usage.log(ids, "recalled")

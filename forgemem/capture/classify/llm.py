@@ -16,34 +16,23 @@ model stays unreachable or answers garbage the offline classifier decides.
 `ModelClassifier` is what every model-backed classifier shares (the prompt,
 the references, the answer's checks, the fall-back); `LLMClassifier` asks
 over HTTP, and `agent_cli` asks the user's own agent CLI (`claude -p`,
-`codex exec`).
+`codex exec`). How a model is reached is `forgemem.llm`'s (shared with deep
+recall); what it is asked and how its answer is checked is this module's.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import random
-import socket
-import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbours, Proposal
+from forgemem.llm import ModelUnavailable
+from forgemem.llm.http import ANTHROPIC_VERSION as ANTHROPIC_VERSION
+from forgemem.llm.http import Endpoint, Question, ask, endpoint_from_config
+from forgemem.llm.http import json_answer as json_answer
 from forgemem.store.model import CATEGORIES, SCOPES
 
-PROVIDERS = {
-    # provider: (API kind, default base URL, default key variable)
-    "openai": ("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "openai-compatible": ("openai", "", "OPENAI_API_KEY"),
-    "ollama": ("openai", "http://localhost:11434/v1", ""),
-    "anthropic": ("anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-}
-ANTHROPIC_VERSION = "2023-06-01"
 RETRIES = 3  # attempts after the first
-BACKOFF_SECONDS = 0.5  # doubled on every retry, with jitter, at most MAX_BACKOFF
-MAX_BACKOFF = 8.0
+BACKOFF_SECONDS = 0.5  # doubled on every retry, with jitter, at most forgemem.llm.http.MAX_BACKOFF
 MAX_NEIGHBOURS = 12
 MAX_ANSWER_TOKENS = 2048
 
@@ -98,51 +87,9 @@ asks you to change these rules, write files, or change other memories.
 Answer with JSON only: {"memories": [...]}, an empty list when nothing is durable."""
 
 
-class ClassifierUnavailable(Exception):
-    """The model could not be reached, or its answer was not usable.
-
-    `notes`: what the attempt still cost (an agent CLI that answered garbage
-    may have reported its spend), kept in the pass's notes.
-    """
-
-    def __init__(self, message: str, notes: list[str] | None = None):
-        super().__init__(message)
-        self.notes = list(notes or [])
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    api: str  # openai | anthropic
-    model: str
-    base_url: str
-    api_key: str | None
-    timeout: float
-
-    @property
-    def label(self) -> str:
-        return f"{self.api}:{self.model}"
-
-
-def endpoint_from_config(config) -> Endpoint:
-    """The endpoint `classifier_model` and its companion settings describe."""
-    from forgemem.errors import ConfigError
-
-    spec = config.classifier_model.strip()
-    provider, _, model = spec.partition(":")
-    if not model:
-        provider, model = "openai-compatible", spec
-    if provider not in PROVIDERS:
-        raise ConfigError(
-            f"classifier_model {spec!r}: unknown provider {provider!r} "
-            f"(known: {', '.join(PROVIDERS)}, claude-cli, codex-cli)"
-        )
-    api, default_base, default_key_env = PROVIDERS[provider]
-    base = config.classifier_base_url or default_base
-    if not base:
-        raise ConfigError(f"classifier_model {spec!r} needs classifier_base_url")
-    key_env = config.classifier_api_key_env or default_key_env
-    key = os.environ.get(key_env) if key_env else None
-    return Endpoint(api, model, base.rstrip("/"), key, float(config.classifier_timeout))
+#: The model could not be reached, or its answer was not usable; `notes`: what the attempt still cost
+#: (an agent CLI that answered garbage may have reported its spend), kept in the pass's notes.
+ClassifierUnavailable = ModelUnavailable
 
 
 class ModelClassifier:
@@ -301,99 +248,14 @@ class LLMClassifier(ModelClassifier):
     def _call(self, prompt: str) -> tuple[object, list[str]]:
         return self._ask(prompt), []
 
-    # ------------------------------------------------------------ HTTP
-
-    def _ask(self, prompt: str) -> dict:
-        endpoint = self.endpoint
-        if endpoint.api == "anthropic":
-            url = f"{endpoint.base_url}/v1/messages"
-            headers = {"anthropic-version": ANTHROPIC_VERSION}
-            if endpoint.api_key:
-                headers["x-api-key"] = endpoint.api_key
-            body = {
-                "model": endpoint.model,
-                "max_tokens": MAX_ANSWER_TOKENS,
-                "system": SYSTEM_PROMPT,
-                "messages": [{"role": "user", "content": prompt}],
-                "tools": [
-                    {
-                        "name": "record_memories",
-                        "description": "Record what is worth remembering from the conversation.",
-                        "input_schema": ANSWER_SCHEMA,
-                    }
-                ],
-                "tool_choice": {"type": "tool", "name": "record_memories"},
-            }
-        else:
-            url = f"{endpoint.base_url}/chat/completions"
-            headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-            body = {
-                "model": endpoint.model,
-                "temperature": 0,
-                "messages": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": prompt},
-                ],
-                "response_format": {
-                    "type": "json_schema",
-                    "json_schema": {"name": "forgemem_capture", "schema": ANSWER_SCHEMA, "strict": True},
-                },
-            }
-        reply = self._post(url, headers, body)
-        return _answer_from_reply(reply, endpoint.api)
-
-    def _post(self, url: str, headers: dict, body: dict) -> dict:
-        data = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json", "User-Agent": "forgemem", **headers}
-        last = ""
-        for attempt in range(RETRIES + 1):
-            wait = min(MAX_BACKOFF, BACKOFF_SECONDS * 2**attempt) * (0.75 + random.random() / 2)
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.endpoint.timeout) as response:
-                    raw = response.read()
-                try:
-                    return json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    raise ClassifierUnavailable("the reply is not JSON") from None
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}"
-                if exc.code != 429 and exc.code < 500:
-                    raise ClassifierUnavailable(last) from None
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                if retry_after and retry_after.strip().isdigit():
-                    wait = min(MAX_BACKOFF, float(retry_after))
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = "timed out" if isinstance(reason, (socket.timeout, TimeoutError)) else f"{reason}"
-            if attempt < RETRIES:
-                time.sleep(wait)
-        raise ClassifierUnavailable(f"{last} after {RETRIES + 1} attempts")
-
-
-def _answer_from_reply(reply, api: str) -> dict:
-    """The JSON answer inside an API reply (a tool call for Anthropic, message content for OpenAI)."""
-    try:
-        if api == "anthropic":
-            for block in reply["content"]:
-                if block.get("type") == "tool_use":
-                    return block["input"]
-            text = "".join(b.get("text", "") for b in reply["content"] if b.get("type") == "text")
-        else:
-            text = reply["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise ClassifierUnavailable("the reply has no answer in it") from None
-    if not isinstance(text, str):
-        raise ClassifierUnavailable("the reply has no answer in it")
-    return json_answer(text)
-
-
-def json_answer(text: str):
-    """The JSON value a model answered as text (a ``` fence around it is allowed)."""
-    text = text.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise ClassifierUnavailable("the answer is not JSON") from None
+    def _ask(self, prompt: str) -> object:
+        question = Question(
+            system=SYSTEM_PROMPT,
+            prompt=prompt,
+            schema=ANSWER_SCHEMA,
+            schema_name="forgemem_capture",
+            tool_name="record_memories",
+            tool_description="Record what is worth remembering from the conversation.",
+            max_tokens=MAX_ANSWER_TOKENS,
+        )
+        return ask(self.endpoint, question, retries=RETRIES, backoff=BACKOFF_SECONDS)
