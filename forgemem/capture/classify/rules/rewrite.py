@@ -25,6 +25,12 @@ from forgemem.capture.classify.rules.filler import _CHATTER, _LEAD_FILLER, _REQU
 from forgemem.capture.classify.rules.patterns import _ACCEPT, _IMPERATIVE_START
 from forgemem.capture.classify.rules.protect import _PH_CLOSE, _PLACEHOLDER, _PROTECT, _protect, _restore
 
+#: a task joined to a standing rule in one sentence
+_TASK_THEN_RULE = re.compile(
+    r"^(?:add|fix|refactor|make|create|implement|update|write|remove|rename|move|clean up|set up|bump|build|"
+    r"regenerate|migrate|port|split|merge|deploy|finish|ship)\b(?:(?!\b(?:always|never|from now on|going forward)\b)"
+    r"[^.;])*?,? and (?:also |then )?((?:from now on|going forward|in (?:the )?future|always|never)\b.+)$", re.I)
+
 
 def _rewrite_sentence(sentence: str, scope: str, context: str) -> str:
     clause = _strip_filler(sentence)
@@ -39,6 +45,10 @@ def _rewrite_sentence(sentence: str, scope: str, context: str) -> str:
         clause = _gerund_start(m.group(1))
     clause = _REQUEST_LEAD.sub("", clause).strip().rstrip("?")
     clause = _TASK_LEAD.sub("", clause).strip()
+    # "refactor the auth module and from now on type-hint public functions": the task is not the rule
+    m = _TASK_THEN_RULE.match(clause)
+    if m:
+        clause = m.group(1)
     clause = _expand(clause)
     clause = _strip_filler(clause)
     if not clause:
