@@ -7,7 +7,8 @@ CC BY-NC 4.0, used here for evaluation only) and skips cleanly when it is absent
 For each conversation it writes every turn as a memory file,
 "[<session date_time>] <speaker>: <text>", dated by its session, into a fresh
 store, then asks every question of categories 1-4 through the real command,
-`forgemem recall --queries FILE -k 10 --hops 0` (one process per conversation),
+`forgemem recall --queries FILE -k 10 --hops 0` (one process per conversation; batches
+return the top k whatever their score, so the relevance floor does not apply),
 and scores turn-level evidence recall: a question's R@k is the fraction of its
 evidence turns in the top k, averaged over questions.
 
@@ -16,7 +17,8 @@ Baselines computed in the same run on the same questions:
          stemming or stopwords: plain BM25, as in the reference figures
   dense  all-MiniLM-L6-v2 cosine over the same vectors forgemem stored
 Ablations (in-process, on the same index): which part of forgemem's recall moves
-the figures.
+the figures, and "before": the per-query min-max fusion that the calibrated
+relevance replaced (forgemem/recall/calibration.json), exactly as it ranked.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -111,13 +114,56 @@ class Scores:
         return sum(values) / len(values) if values else float("nan")
 
 
+def minmax_fuse(candidates, dense):
+    """The fusion forgemem used before its calibrated relevance: each leg min-max normalised over the
+    candidates of the query, then 0.5 · lexical + 0.5 · dense."""
+    items = list(candidates)
+    if not items:
+        return items
+
+    def normaliser(values: list[float]):
+        lo, hi = min(values), max(values)
+        span = hi - lo
+        return (lambda v: (v - lo) / span) if span > 1e-12 else (lambda v: 1.0 if hi > 0 else 0.0)
+
+    norm_lex = normaliser([c.lexical_score or 0.0 for c in items])
+    norm_dense = normaliser([c.dense_score if c.dense_score is not None else 0.0 for c in items]) if dense else None
+    for c in items:
+        value = norm_lex(c.lexical_score or 0.0)
+        if norm_dense is not None:
+            value = 0.5 * value + 0.5 * norm_dense(c.dense_score or 0.0)
+        c.combined = value
+    return sorted(items, key=lambda c: (-c.combined, c.memory.id))
+
+
+@contextmanager
+def before_calibration():
+    """Recall as it ranked before the calibrated relevance, for comparisons in the same run: min-max
+    fusion plus priors of the old size, no lexical ceiling (its share is unused). Scores are then
+    squashed by the relevance model, which keeps their order."""
+    import forgemem.index.cache as index_module
+    import forgemem.recall.engine as engine_module
+    import forgemem.recall.rank as recall_module
+
+    saved = (engine_module.fuse, recall_module.RECENCY_WEIGHT, recall_module.CONFIDENCE_WEIGHT,
+             index_module.StoreIndex.lexical_ceiling)
+    engine_module.fuse = minmax_fuse
+    recall_module.RECENCY_WEIGHT = recall_module.CONFIDENCE_WEIGHT = 0.02
+    index_module.StoreIndex.lexical_ceiling = lambda self, query: 1.0
+    try:
+        yield
+    finally:
+        (engine_module.fuse, recall_module.RECENCY_WEIGHT, recall_module.CONFIDENCE_WEIGHT,
+         index_module.StoreIndex.lexical_ceiling) = saved
+
+
 def forgemem_cli(memory_dir: Path, user_dir: Path, questions, ids: dict[str, str], workdir: Path):
     queries = workdir / "queries.jsonl"
     queries.write_text("".join(json.dumps({"id": i, "query": q[0]}) + "\n" for i, q in enumerate(questions)))
     started = time.perf_counter()
     run = subprocess.run(
         [sys.executable, "-m", "forgemem", "--repo-dir", str(memory_dir), "--user-dir", str(user_dir),
-         "recall", "--queries", str(queries), "-k", "10", "--hops", "0"],
+         "recall", "--queries", str(queries), "-k", "10", "--hops", "0"],  # --queries: the top k, no floor
         capture_output=True, text=True, check=False,
     )
     if run.returncode != 0:
@@ -152,21 +198,36 @@ def main() -> int:
     conversations = load_conversations(args.locomo)
     systems = {name: Scores() for name in ("forgemem", "bm25", "dense")}
     ablations: dict[str, Scores] = {}
-    original_fuse, original_alpha, original_stop = recall_module.fuse, recall_module.ALPHA, index_module.STOPWORDS
+    originals = {name: getattr(recall_module, name) for name in ("calibration", "RECENCY_WEIGHT", "CONFIDENCE_WEIGHT")}
+    original_fuse, original_stop = engine_module.fuse, index_module.STOPWORDS
 
     def rrf(candidates, dense):
         items = list(candidates)
         for c in items:
-            c.fused = sum(1 / (60 + r) for r in (c.lexical_rank, c.dense_rank) if r is not None)
-        return sorted(items, key=lambda c: (-c.fused, c.memory.id))
+            c.combined = sum(1 / (60 + r) for r in (c.lexical_rank, c.dense_rank) if r is not None)
+        return sorted(items, key=lambda c: (-c.combined, c.memory.id))
+
+    def dense_only(candidates, dense):
+        items = list(candidates)
+        for c in items:
+            c.combined = c.dense_score or 0.0
+        return sorted(items, key=lambda c: (-c.combined, c.memory.id))
+
+    def with_lambda(value: float):
+        def calibration():
+            model = json.loads(json.dumps(originals["calibration"]()))
+            model["dense"]["lambda"] = value
+            return model
+        return calibration
 
     variants = {
-        "forgemem (min-max fusion, alpha 0.5, priors)": {},
-        "lexical leg only (FTS5, porter, stopwords)": {"alpha": 1.0},
-        "dense leg only (MiniLM via FAISS)": {"alpha": 0.0},
-        "fusion alpha 0.3": {"alpha": 0.3},
-        "fusion alpha 0.7": {"alpha": 0.7},
-        "reciprocal rank fusion (k 60)": {"fuse": rrf},
+        "forgemem (calibrated relevance, priors)": {},
+        "before: min-max fusion, alpha 0.5, priors": {"before": True},
+        "lexical leg only (the lexical-only model)": {"lexical_only": True},
+        "dense leg only (MiniLM via FAISS)": {"fuse": dense_only},
+        "combined = cosine + 1.0 * share": {"calibration": with_lambda(1.0)},
+        "combined = cosine + 2.0 * share": {"calibration": with_lambda(2.0)},
+        "reciprocal rank fusion (k 60), no priors": {"fuse": rrf, "priors": False},
         "no recency/confidence priors": {"priors": False},
         "no stopword removal in queries": {"stopwords": frozenset()},
     }
@@ -202,17 +263,23 @@ def main() -> int:
                 continue
             for name, knobs in variants.items():
                 scores_ = ablations.setdefault(name, Scores())
-                recall_module.ALPHA = knobs.get("alpha", original_alpha)
                 engine_module.fuse = knobs.get("fuse", original_fuse)
                 index_module.STOPWORDS = knobs.get("stopwords", original_stop)
+                recall_module.calibration = knobs.get("calibration", originals["calibration"])
+                model = engine.embedder
+                if knobs.get("lexical_only"):
+                    engine._embedder, engine.use_embeddings = None, False
                 try:
-                    for question, evidence, category in questions:
-                        result = engine.recall(Query(question, k=10, hops=0), refresh=False, use_priors=knobs.get("priors", True))
-                        scores_.add(category, [ids[h.id] for h in result.hits], evidence)
+                    with before_calibration() if knobs.get("before") else nullcontext():
+                        for question, evidence, category in questions:
+                            result = engine.recall(Query(question, k=10, hops=0), refresh=False,
+                                                   use_priors=knobs.get("priors", True))
+                            scores_.add(category, [ids[h.id] for h in result.hits], evidence)
                 finally:
-                    recall_module.ALPHA, engine_module.fuse, index_module.STOPWORDS = (
-                        original_alpha, original_fuse, original_stop,
-                    )
+                    engine_module.fuse, index_module.STOPWORDS = original_fuse, original_stop
+                    for attribute, value in originals.items():
+                        setattr(recall_module, attribute, value)
+                    engine._embedder, engine.use_embeddings = model, True
 
     n = len(systems["forgemem"].rows)
     print(f"LoCoMo development split: {len(conversations)} conversations, "

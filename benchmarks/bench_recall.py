@@ -11,7 +11,8 @@ For each size it prints:
                `model.encode`
   refresh      refreshing an open index with nothing changed, and with one file changed
                (and how many memories that re-embedded)
-  in-process   one recall on a warm engine, p50/p95 over 50 queries
+  in-process   one recall on a warm engine, p50/p95 over 50 queries; the same queries
+               alternating with recall as it ranked before the calibrated relevance
   end to end   `forgemem recall QUERY` as a process: cold (no server: FORGEMEM_SERVER=off),
                warm (the recall server running), and the first call after a file changed,
                next to `python -c pass` and `grep -ril WORD` over the same files
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_load import generate  # noqa: E402
+from bench_quality import before_calibration  # noqa: E402
 
 QUERIES = 50
 PROCESS_RUNS = 10
@@ -137,6 +140,18 @@ def bench(n: int, base: Path, st_model) -> None:
         with_refresh.append(time.perf_counter() - started)
     print(f"in-process     recall p50 {ms(pct(only, .5))} p95 {ms(pct(only, .95))}; "
           f"with the refresh check p50 {ms(pct(with_refresh, .5))} p95 {ms(pct(with_refresh, .95))}")
+    # The same queries, alternating: recall as it ranked before the calibrated relevance, then as it does now
+    # (new words each time, so the lexical ceiling's document-frequency cache does not help).
+    before, now = [], []
+    for n, q in enumerate(queries):
+        words = f"{q} {rng.choice(bodies)[0]}"
+        for old in ((True, False) if n % 2 else (False, True)):  # each goes first half the time
+            with before_calibration() if old else nullcontext():
+                started = time.perf_counter()
+                fresh.recall(Query(words, k=10), refresh=False)
+                (before if old else now).append(time.perf_counter() - started)
+    print(f"  same run     before (min-max fusion) p50 {ms(pct(before, .5))} p95 {ms(pct(before, .95))}; "
+          f"now (calibrated relevance, uncached words) p50 {ms(pct(now, .5))} p95 {ms(pct(now, .95))}")
 
     # --- end to end, as a process
     socket_dir = Path(tempfile.mkdtemp(prefix="fm-sock-"))

@@ -111,6 +111,8 @@ class Config:
     context_budget_tokens: int = 1500
     hook_timeout_ms: int = 2000
     hook_repeat_memories: bool = False
+    #: hits scoring under this relevance (a probability, docs/recall.md) are not shown or injected
+    recall_floor: float = 0.25
     capture_review: bool = False
     mcp_user_writes: bool = False
 
@@ -119,7 +121,7 @@ class Config:
 
 
 #: For each key: its type and the allowed range (inclusive) where one applies.
-_RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
+_RULES: dict[str, tuple[type, tuple[float, float] | None]] = {
     "cadence_turns": (int, (1, 10)),
     "classifier_model": (str, None),
     "classifier_base_url": (str, None),
@@ -132,6 +134,7 @@ _RULES: dict[str, tuple[type, tuple[int, int] | None]] = {
     "context_budget_tokens": (int, (0, 100_000)),
     "hook_timeout_ms": (int, (50, 60_000)),
     "hook_repeat_memories": (bool, None),
+    "recall_floor": (float, (0.0, 1.0)),
     "capture_review": (bool, None),
     "mcp_user_writes": (bool, None),
 }
@@ -227,6 +230,8 @@ def _settings(path: Path, data: Any, user: bool) -> dict[str, Any]:
         kind, bounds = _RULES[key]
         if value is None and kind is str:
             value = ""
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise ConfigError(
                 f"config file {path}: 'memory.{key}' must be {_kind_name(kind)}, not {value!r}"
@@ -241,7 +246,7 @@ def _settings(path: Path, data: Any, user: bool) -> dict[str, Any]:
 
 
 def _kind_name(kind: type) -> str:
-    return {int: "a whole number", str: "a string", bool: "true or false"}[kind]
+    return {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}[kind]
 
 
 MAX_CONFIG_BYTES = 64 * 1024

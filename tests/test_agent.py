@@ -34,8 +34,10 @@ def engine(workspace, real_embedder) -> RecallEngine:
 
 
 def block_for(engine: RecallEngine, prompt: str, budget: int = 1500) -> context_module.ContextBlock:
-    result = engine.recall(Query(prompt, k=10))
-    return context_module.render(result.to_dicts(), result.lexical_only, budget)
+    """The block the hooks would inject: the top 10, at or above the configured floor, within `budget`."""
+    floor = engine.workspace.config.recall_floor
+    result = engine.recall(Query(prompt, k=10, floor=floor))
+    return context_module.render(result.to_dicts(), result.lexical_only, budget, floor=floor)
 
 
 def independent_count(text: str) -> int:
@@ -160,8 +162,10 @@ def test_slash_add_and_forget_write_files(workspace):
 
 def test_slash_cli(cli, workspace, project, monkeypatch):
     monkeypatch.chdir(project)
-    result = cli("slash", "/memory search which linter")
+    result = cli("slash", "/memory search how do we lint Python code?")
     assert result.code == 0 and "ruff" in result.out
+    nothing = cli("slash", "/memory search thanks")
+    assert nothing.out.startswith("Nothing found for “thanks” (no memory scores 0.25 or more for it).")
     assert cli("slash", "/memory nope").out.startswith("Unknown /memory command")
 
 
@@ -198,7 +202,8 @@ def test_session_start_after_compaction_reinjects_for_the_recent_turns(project, 
              "hook_event_name": "SessionStart", "source": "compact"}
     output = json.loads(claude_code.claude_code(json.dumps(event), timeout_ms=60_000))
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert "Alembic" in output["hookSpecificOutput"]["additionalContext"]
+    # the memory about migrations of large tables such as berths (Alembic's comes second, under the floor)
+    assert "additive migration" in output["hookSpecificOutput"]["additionalContext"]
     assert claude_code.claude_code(json.dumps({**event, "source": "startup"})) == ""
 
 

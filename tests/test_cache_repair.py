@@ -216,7 +216,7 @@ def test_doctor_rebuilds_a_database_that_fails_its_integrity_check(git_repo, cli
     files = report.json()["repo"]["cache_files"]
     assert any("fails SQLite's integrity check" in p for p in files["problems"]), files
     assert cli("doctor", "--json").json()["repo"]["cache_files"]["problems"] == []
-    assert len(cli("recall", "deploy", "-k", "30", "--json").json()["results"]) == 30
+    assert len(cli("recall", "deploy", "-k", "30", "--all", "--json").json()["results"]) == 30
 
 
 # ------------------------------------------------------------------ the exported model

@@ -361,7 +361,7 @@ def test_access_log_feedback_and_health(cli, repo, model_cache):
     pytest_ = add(cli, "--category", "project-conventions", "Run the tests with pytest -x.")
     other = add(cli, "--category", "project-conventions", "--confidence", "0.2", "Releases are cut on Tuesdays.")
     commit(repo, "memories")
-    first = cli("recall", "--json", "-k", "2", "how do I run the tests?").json()["results"]
+    first = cli("recall", "--json", "--all", "-k", "2", "how do I run the tests?").json()["results"]
     assert {h["id"] for h in first} == {tests, pytest_}
     top, second = first[0]["id"], first[1]["id"]
     health = cli("stats", "--json").json()["health"]
@@ -372,7 +372,7 @@ def test_access_log_feedback_and_health(cli, repo, model_cache):
     for _ in range(3):
         assert cli("feedback", top, "wrong").code == 0
     assert cli("feedback", second[4:12], "useful").code == 0
-    after = cli("recall", "--json", "-k", "2", "how do I run the tests?").json()["results"]
+    after = cli("recall", "--json", "--all", "-k", "2", "how do I run the tests?").json()["results"]
     assert [h["id"] for h in after] == [second, top]  # the wrong one went down
     assert after[1]["explain"]["priors"]["feedback"] < 0 < after[0]["explain"]["priors"]["feedback"]
     assert cli("stats", "--json").json()["health"]["marked_wrong"] == [top]

@@ -117,21 +117,28 @@ def build_server(workspace: Workspace):
         return [*result.notes, line] if line else list(result.notes)
 
     @tool
-    def recall(query: str, k: int | None = None, scope: str = "all", category: str = "") -> str:
+    def recall(query: str, k: int | None = None, scope: str = "all", category: str = "",
+               show_all: bool = False) -> str:
         """Find the memories that matter for a question (hybrid lexical + semantic search).
 
-        Same JSON as `forgemem recall --json`. k: how many, 1 to 1000 (default retrieval_top_k);
-        scope: repo, user or all (default); category: one of coding-preferences, project-conventions,
+        Same JSON as `forgemem recall --json`: each result's score is the probability that it is
+        relevant; results under `floor` (recall_floor) are left out and counted in `below_floor`
+        unless show_all. k: how many, 1 to 1000 (default retrieval_top_k); scope: repo, user or
+        all (default); category: one of coding-preferences, project-conventions,
         architectural-decisions, user-facts, corrections (default: any)."""
         _check_number("k", k, K_RANGE)
         require_choice("scope", scope or "all", (*SCOPES, "all"))
         if category:
             require_choice("category", category, CATEGORIES)
+        floor = config.recall_floor
         result = engine.recall(Query(query, k=k or config.retrieval_top_k,
                                      scope=None if scope in ("", "all") else scope,
-                                     category=category or None, hops=config.retrieval_hop_depth))
+                                     category=category or None, hops=config.retrieval_hop_depth,
+                                     floor=0.0 if show_all else floor))
+        hits = result.to_dicts()
+        below = sum(1 for h in hits if h["score"] < floor) if show_all else result.below_floor
         return dump({"query": query, "lexical_only": result.lexical_only, "notes": notes(result),
-                     "served_by": None, "results": result.to_dicts()})
+                     "served_by": None, "floor": floor, "below_floor": below, "results": hits})
 
     @tool
     def context(prompt: str, budget: int | None = None) -> str:
@@ -140,10 +147,14 @@ def build_server(workspace: Workspace):
         Same JSON as `forgemem context --json`; budget: most tokens, 0 to 100000
         (default context_budget_tokens)."""
         _check_number("budget", budget, BUDGET_RANGE)
-        result = engine.recall(Query(prompt, k=config.retrieval_top_k, hops=config.retrieval_hop_depth))
+        floor = config.recall_floor
+        result = engine.recall(Query(prompt, k=config.retrieval_top_k, hops=config.retrieval_hop_depth,
+                                     floor=floor))
         block = render(result.to_dicts(), result.lexical_only,
-                       config.context_budget_tokens if budget is None else budget, config.embedding_model)
-        return dump({**block.to_dict(), "lexical_only": result.lexical_only, "notes": notes(result)})
+                       config.context_budget_tokens if budget is None else budget, config.embedding_model,
+                       floor=floor)
+        return dump({**block.to_dict(), "lexical_only": result.lexical_only, "floor": floor,
+                     "notes": notes(result)})
 
     @tool
     def add(text: str, category: str, scope: str = "", supersedes: list[str] | None = None) -> str:

@@ -191,7 +191,9 @@ def search_memories(workspace: Workspace, query: str, search) -> str:
     hits = (search or _search_in_process(workspace))(query, SEARCH_K)
     snap = workspace.load()
     if not hits:
-        return "\n".join([f"Nothing found for “{query}”.", *_problems(snap)])
+        floor = workspace.config.recall_floor
+        return "\n".join([f"Nothing found for “{query}” (no memory scores {floor:.2f} or more for it).",
+                          *_problems(snap)])
     ids = _Ids(snap)
     lines = [f"**{len(hits)} result(s)** for “{query}”:"]
     for hit in hits:
@@ -222,7 +224,7 @@ def _search_in_process(workspace: Workspace):
         from forgemem.recall.engine import RecallEngine
         from forgemem.recall.rank import Query
 
-        return RecallEngine(workspace).recall(Query(query, k=k)).to_dicts()
+        return RecallEngine(workspace).recall(Query(query, k=k, floor=workspace.config.recall_floor)).to_dicts()
 
     return search
 

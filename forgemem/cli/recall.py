@@ -17,9 +17,10 @@ from forgemem.store.model import CATEGORIES, PROPOSED, one_line, short
 from forgemem.views import conflicts_json
 
 
-def _print_hits(hits: list[dict], explain: bool) -> None:
+def _print_hits(hits: list[dict], explain: bool, floor: float, below: int, show_all: bool) -> None:
     if not hits:
-        out.print("no matching memories")
+        out.print("no matching memories" if not below else
+                  f"nothing relevant: no memory scores {floor:.2f} or more for this (--all to see the closest)")
         return
     for n, hit in enumerate(hits, start=1):
         flags = ""
@@ -41,16 +42,23 @@ def _print_hits(hits: list[dict], explain: bool) -> None:
             out.print(f"    [red]contradicted by {', '.join(hit['conflicts'])}: resolve it with a new version[/]")
         if explain:
             e = hit["explain"]
-            lexical = f"bm25 {e['lexical_score']:.2f}" if e["lexical_score"] is not None else "no word match"
+            lexical = (f"bm25 {e['lexical_score']:.2f}, {e['lexical_share']:.0%} of the query"
+                       if e["lexical_score"] is not None else "no word match")
             dense = f"cosine {e['dense_score']:.3f}" if e["dense_score"] is not None else "no vector"
             parts = [
                 f"lexical rank {e['lexical_rank'] or '-'} ({lexical})",
                 f"dense rank {e['dense_rank'] or '-'} ({dense})",
-                f"fused {e['fused']:.3f}",
-            ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()]
+            ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()] + [
+                f"combined {e['combined']:.3f}, place {e['position'] or '-'}: relevance {e['fused']:.3f}",
+            ]
             out.print(f"    [dim]why: {escape(e['why'])}[/]")
             out.print(f"    [dim]{escape(' · '.join(parts))}[/]")
             out.print(f"    [dim]{escape(hit['path'] or '')}[/]")
+    shown = sum(1 for h in hits if h["score"] >= floor)
+    if show_all:
+        out.print(f"[dim]{shown} relevant (score {floor:.2f} or more), {len(hits) - shown} under it[/]")
+    elif below:
+        out.print(f"{shown} relevant; nothing else above {floor:.2f} (--all to see the rest)")
 
 
 def _describe_via(via: list[dict]) -> str:
@@ -90,11 +98,16 @@ def recall(
     deep_candidates: int = typer.Option(20, "--deep-candidates", min=2, max=100, help="How many of the top candidates --deep sends (default 20)."),
     history: bool = typer.Option(False, "--history", help="Return old versions too, not only heads."),
     explain: bool = typer.Option(False, "--explain", help="Show why each memory matched."),
-    queries: Optional[str] = typer.Option(None, "--queries", help='Batch: a file (or -) of JSON lines {"id", "query"}; writes JSON lines {"id", "results"}.'),
+    queries: Optional[str] = typer.Option(None, "--queries", help='Batch: a file (or -) of JSON lines {"id", "query"}; writes JSON lines {"id", "floor", "results"} (the top k, whatever they score).'),
     lexical_only: bool = typer.Option(False, "--lexical-only", help="Skip the embedding model."),
+    show_all: bool = typer.Option(False, "--all", help="Show the top k even when they score under recall_floor."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Find the memories that matter for a question (hybrid lexical + semantic search)."""
+    """Find the memories that matter for a question (hybrid lexical + semantic search).
+
+    Each score is the probability that the memory is relevant; only those scoring at least
+    recall_floor (0.25) are shown, unless --all. --queries returns the top k whatever they score.
+    """
     if scope not in ("repo", "user", "all"):
         raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
     if category:
@@ -115,11 +128,14 @@ def recall(
     batch = _read_queries(queries) if queries is not None else None
     items = batch if batch is not None else [{"id": None, "query": query}]
     ws = state.workspace()
+    floor = config.recall_floor
+    applied = 0.0 if show_all or batch is not None else floor
     request = {
         "op": "recall",
         "stores": client.store_dirs(ws),
         "use_embeddings": not lexical_only,
-        "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"])} for item in items],
+        "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"]), "floor": applied}
+                    for item in items],
     }
     if deep:
         _ask_for_candidates(request, deep_candidates)
@@ -135,17 +151,20 @@ def recall(
             warn(note)
     if batch is not None:
         for item, hits in zip(batch, answer["results"], strict=True):
-            line = {"id": item.get("id"), "results": hits, **({"deep": deeper.pop(0)} if deeper else {})}
+            line = {"id": item.get("id"), "floor": floor, "results": hits,
+                    **({"deep": deeper.pop(0)} if deeper else {})}
             sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
         return
     hits = answer["results"][0]
+    below = sum(1 for h in hits if h["score"] < floor) if show_all else answer["below_floor"][0]
     if as_json:
         emit_json({
             "query": query, "lexical_only": answer["lexical_only"], "notes": answer["notes"],
-            "served_by": answer.get("served_by"), "results": hits, **({"deep": deeper[0]} if deeper else {}),
+            "served_by": answer.get("served_by"), "floor": floor, "below_floor": below, "results": hits,
+            **({"deep": deeper[0]} if deeper else {}),
         })
         return
-    _print_hits(hits, explain)
+    _print_hits(hits, explain, floor, below, show_all)
 
 
 def _ask_for_candidates(request: dict, candidates: int) -> None:
@@ -379,8 +398,8 @@ def context(
 ) -> None:
     """Print the memories that matter for a prompt as a block for an agent's context.
 
-    Nothing is printed when nothing is relevant enough (see docs/hooks.md for the
-    threshold); the block never exceeds the token budget.
+    Nothing is printed when no memory scores recall_floor or more (docs/recall.md); the
+    block never exceeds the token budget.
     """
     from forgemem.recall import client
 
@@ -392,7 +411,7 @@ def context(
         raise ForgememError(answer["error"])
     line = _add_unreadable_note(state.workspace(), answer)
     if as_json:
-        emit_json({key: answer[key] for key in ("context", "tokens", "ids", "left_out", "lexical_only", "notes")})
+        emit_json({key: answer[key] for key in ("context", "tokens", "ids", "left_out", "floor", "lexical_only", "notes")})
         return
     if line:
         warn(line)

@@ -38,6 +38,7 @@ counts the files that gave no memory, without opening anything.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 from collections.abc import Iterable
@@ -64,6 +65,11 @@ STOPWORDS = frozenset(
     what when where which while who whom why will with would you your yours yourself yourselves
     do does did done get got let lets please tell know""".split()
 )
+
+
+#: FTS5's bm25() constant k1 (its default); the lexical ceiling below uses the same.
+BM25_K1 = 1.2
+DF_CACHE = 20_000  # query words whose document frequency a StoreIndex remembers (per generation)
 
 
 def query_terms(text: str) -> list[str]:
@@ -107,6 +113,9 @@ class StoreIndex:
         self._db: sqlite3.Connection | None = None
         self._faiss = FaissFile(self.folder, store.scope, in_memory)
         self.gitignore_text = GITIGNORE
+        self._df: dict[str, int] = {}  # query word -> memories holding it, at generation _df_generation
+        self._df_generation: int | None = None
+        self._rows = 0
 
     # ------------------------------------------------------------ database
 
@@ -264,6 +273,31 @@ class StoreIndex:
                 (expression, limit),
             )
         ]
+
+    def lexical_ceiling(self, query: str) -> float:
+        """The BM25 score a memory made of nothing but the query's words, each many times, would
+        reach in this store: (k1 + 1) · Σ idf over the query's words, with FTS5's own idf
+        (log((N - n + 0.5) / (n + 0.5)), 1e-6 when not positive). A `lexical` score divided by it is
+        the idf-weighted share of the query a memory matches, in [0, 1): the store's size and the
+        query's length cancel out (a store of one memory still tells a full match from none).
+        Document frequencies are remembered per generation, so a repeated word costs nothing."""
+        terms = query_terms(query)
+        if not terms:
+            return 0.0
+        generation = self.generation()
+        if generation != self._df_generation or len(self._df) > DF_CACHE:
+            self._df, self._df_generation = {}, generation
+            self._rows = self.db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        total = 0.0
+        for term in terms:
+            df = self._df.get(term)
+            if df is None:
+                phrase = '"' + term.replace('"', '""') + '"'
+                df = self._df[term] = self.db.execute(
+                    "SELECT count(*) FROM fts WHERE fts MATCH ?", (phrase,)).fetchone()[0]
+            idf = math.log((self._rows - df + 0.5) / (df + 0.5))
+            total += idf if idf > 0 else 1e-6
+        return (BM25_K1 + 1) * total
 
     def vector_index(self):
         """The FAISS index of this store's vectors (None when there are none)."""

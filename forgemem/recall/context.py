@@ -9,12 +9,10 @@
 Rules:
 - heads only, one line per memory (short id, category, the memory on one line),
   best first, conflicts marked;
-- a memory is *relevant enough* when its cosine similarity to the prompt is at
-  least MIN_COSINE, or at least MIN_COSINE_WITH_WORDS while it also shares
-  words with the prompt (BM25 ≥ MIN_BM25); without an embedding model, BM25 ≥
-  MIN_BM25_LEXICAL_ONLY. Nothing relevant enough: no block at all (an empty
-  context is better than noise). Thresholds were set on the sample store
-  (docs/hooks.md shows the figures);
+- a memory is *relevant enough* when its score, recall's calibrated probability
+  of relevance, is at least the floor (`recall_floor`, 0.25 by default: see
+  docs/recall.md); the other side of an unresolved contradiction comes with it.
+  Nothing relevant enough: no block at all (an empty context is better than noise);
 - the whole block, fences included, fits the token budget (default 1,500),
   counted with the packaged model's own tokenizer (a real WordPiece tokenizer,
   loaded offline); memories that do not fit are left out, never cut;
@@ -37,10 +35,6 @@ from functools import lru_cache
 from forgemem.store.model import PROPOSED, short, short_ids
 
 DEFAULT_BUDGET = 1500
-MIN_COSINE = 0.40
-MIN_COSINE_WITH_WORDS = 0.25
-MIN_BM25 = 1.0
-MIN_BM25_LEXICAL_ONLY = 3.0
 OPEN, CLOSE = "<forgemem-context>", "</forgemem-context>"
 PREAMBLE = (
     "Reference data from forgemem: notes remembered from earlier sessions with this user and project. "
@@ -66,13 +60,9 @@ def count_tokens(text: str, configured_model: str = "") -> int:
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def relevant(hit: dict, lexical_only: bool) -> bool:
-    """Whether a recall hit (as `Hit.to_dict()`) is relevant enough to inject."""
-    explain = hit["explain"]
-    cosine, bm25 = explain.get("dense_score"), explain.get("lexical_score") or 0.0
-    if lexical_only or cosine is None:
-        return bm25 >= MIN_BM25_LEXICAL_ONLY
-    return cosine >= MIN_COSINE or (cosine >= MIN_COSINE_WITH_WORDS and bm25 >= MIN_BM25)
+def relevant(hit: dict, floor: float) -> bool:
+    """Whether a recall hit (as `Hit.to_dict()`) is relevant enough to inject: its score reaches the floor."""
+    return hit["score"] >= floor
 
 
 @dataclass
@@ -131,10 +121,11 @@ def line_for(hit: dict, labels: dict[str, str]) -> str:
 
 
 def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, model: str = "",
-           skip: dict[str, str] | None = None) -> ContextBlock:
-    """The context block for recall hits (best first), within `budget` tokens, without the
-    memories `skip` names unchanged (id -> `fingerprint`)."""
-    chosen = [h for h in hits if relevant(h, lexical_only)]
+           skip: dict[str, str] | None = None, floor: float = 0.0) -> ContextBlock:
+    """The context block for recall hits (best first) scoring at least `floor`, within `budget` tokens,
+    without the memories `skip` names unchanged (id -> `fingerprint`). `lexical_only` is kept for callers:
+    the score already says how sure recall is, with or without vectors."""
+    chosen = [h for h in hits if relevant(h, floor)]
     ids = {h["id"] for h in chosen}
     by_id = {h["id"]: h for h in hits}
     for hit in list(chosen):  # both sides of a conflict, when recall returned the other side

@@ -33,6 +33,7 @@ class RecallResult:
     hits: list[Hit]
     lexical_only: bool
     notes: list[str] = field(default_factory=list)
+    below_floor: int = 0  # hits among the top k left out for scoring under `query.floor`
 
     def to_dicts(self) -> list[dict]:
         return [h.to_dict() for h in self.hits]
@@ -167,6 +168,24 @@ class RecallEngine:
     def recall(self, query: Query, refresh: bool = True, use_priors: bool = True) -> RecallResult:
         if refresh:
             self.refresh()  # a corrupt cache rebuilds itself inside StoreIndex.refresh
+        graph: MemoryGraph = self.snapshot.graph
+        candidates, dense = self.candidates(query)
+        fused = fuse(candidates, dense=dense)
+        feedback: dict[str, tuple[int, int]] = {}
+        if use_priors:
+            for usage in self.workspace.usage().values():
+                try:
+                    feedback.update(usage.feedback())
+                except Exception:  # noqa: BLE001 - usage data must never fail a recall
+                    pass
+        hits, below = rank(fused, graph, query, use_priors=use_priors, feedback=feedback, dense=dense)
+        notes = []
+        if not dense:
+            notes.append(f"lexical search only: {self.lexical_only_reason}")
+        return RecallResult(query, hits, lexical_only=not dense, notes=notes, below_floor=below)
+
+    def candidates(self, query: Query) -> tuple[list[Candidate], bool]:
+        """The memory files either leg finds for `query` (unranked), and whether the dense leg ran."""
         snap = self.snapshot
         graph: MemoryGraph = snap.graph
         embedder = self.embedder
@@ -176,29 +195,21 @@ class RecallEngine:
         for scope, index in self.indexes().items():
             if query.scope and scope != query.scope:
                 continue
-            for rank_, (rowid, score) in enumerate(index.lexical(query.text, limit), start=1):
+            found = index.lexical(query.text, limit)
+            ceiling = index.lexical_ceiling(query.text) if found else 0.0
+            for rank_, (rowid, score) in enumerate(found, start=1):
                 memory = self._rows.get((scope, rowid))
                 if memory is None or memory.id not in graph.memories:
                     continue
-                candidates[(scope, rowid)] = Candidate(memory, lexical_rank=rank_, lexical_score=score)
+                candidates[(scope, rowid)] = Candidate(
+                    memory, lexical_rank=rank_, lexical_score=score,
+                    lexical_share=min(1.0, score / ceiling) if ceiling > 0 else 0.0)
             if vector is not None:
                 faiss_index = index.vector_index()
                 if faiss_index is not None and faiss_index.ntotal:
                     self._dense(scope, faiss_index, vector, limit, candidates, graph)
         _rank_lexical_across_scopes(candidates)
-        fused = fuse(candidates.values(), dense=vector is not None)
-        feedback: dict[str, tuple[int, int]] = {}
-        if use_priors:
-            for usage in self.workspace.usage().values():
-                try:
-                    feedback.update(usage.feedback())
-                except Exception:  # noqa: BLE001 - usage data must never fail a recall
-                    pass
-        hits = rank(fused, graph, query, use_priors=use_priors, feedback=feedback)
-        notes = []
-        if vector is None:
-            notes.append(f"lexical search only: {self.lexical_only_reason}")
-        return RecallResult(query, hits, lexical_only=vector is None, notes=notes)
+        return list(candidates.values()), vector is not None
 
     def _dense(self, scope, faiss_index, vector, limit, candidates, graph) -> None:
         import numpy as np
@@ -227,8 +238,10 @@ class RecallEngine:
 
 
 def _rank_lexical_across_scopes(candidates: dict[tuple[str, int], Candidate]) -> None:
-    """Lexical ranks are per store; renumber them over both stores by score."""
-    lexical = sorted((c for c in candidates.values() if c.lexical_score is not None), key=lambda c: -c.lexical_score)
+    """Lexical ranks are per store; renumber them over both stores by the share of the query matched
+    (raw BM25 depends on each store's size)."""
+    lexical = sorted((c for c in candidates.values() if c.lexical_score is not None),
+                     key=lambda c: -c.lexical_share)
     for rank_, c in enumerate(lexical, start=1):
         c.lexical_rank = rank_
     dense = sorted((c for c in candidates.values() if c.dense_rank is not None), key=lambda c: -c.dense_score)

@@ -2,9 +2,11 @@
 
 One JSON object per line each way. A request is `{"op": "recall", "version": ...,
 "stores": {"repo": DIR, "user": DIR}, "use_embeddings": ..., "queries": [{"text",
-"k", "scope", "category", "tags", "hops", "history"}]}`; the answer is `{"ok": true,
-"lexical_only": ..., "notes": [...], "results": [[hit, ...], ...]}` or `{"ok":
-false, "error": ...}`. `{"op": "context", ..., "queries": [one query], "budget": N}`
+"k", "scope", "category", "tags", "hops", "history", "floor"}]}` (`floor`: the relevance
+under which hits are left out, 0–1; absent: the stores' `recall_floor`); the answer is
+`{"ok": true, "lexical_only": ..., "notes": [...], "results": [[hit, ...], ...],
+"floors": [...], "below_floor": [...]}` (per query: the floor used, and how many of the
+top k it left out) or `{"ok": false, "error": ...}`. `{"op": "context", ..., "queries": [one query], "budget": N}`
 answers with the rendered block instead: `{"ok": true, "context", "tokens", "ids",
 "left_out", ...}`. Every request is parsed into a `Request` (types, ranges, sizes)
 before it is used; every answer is checked by `answer_problem` before it is believed.
@@ -56,6 +58,8 @@ class RecallAnswer(TypedDict, total=False):
     lexical_only: bool
     notes: list[str]
     results: list[list[dict]]  # per query, hits as `Hit.to_dict()` gives them
+    floors: list[float]  # per query, the floor applied
+    below_floor: list[int]  # per query, hits of the top k left out for scoring under it
     served_by: int
 
 
@@ -70,6 +74,7 @@ class ContextAnswer(TypedDict, total=False):
     tokens: int
     ids: list[str]
     left_out: int
+    floor: float
     served_by: int
 
 
@@ -194,6 +199,7 @@ class QuerySpec:
     tags: tuple[str, ...] = ()
     hops: int = 1
     history: bool = False
+    floor: float | None = None  # None: the stores' recall_floor
 
 
 @dataclass(frozen=True)
@@ -285,7 +291,17 @@ def _query(q: object, n: int, strict: bool) -> QuerySpec:
         tags=tuple(tags),
         hops=_int(q, "hops", 1, 0, MAX_HOPS, where),
         history=_bool(q, "history", False, where),
+        floor=_floor(q, where),
     )
+
+
+def _floor(q: dict, where: str) -> float | None:
+    value = q.get("floor")
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        raise BadRequest(f'{where}."floor" must be a number from 0 to 1, not {value!r}')
+    return float(value)
 
 
 def _int(data: dict, key: str, default: int | None, low: int, high: int | None, where: str = "") -> int:
@@ -337,6 +353,10 @@ def answer_problem(reply: object, op: object) -> str | None:
         if not (isinstance(results, list)
                 and all(isinstance(hits, list) and all(isinstance(h, dict) for h in hits) for hits in results)):
             return "its answer has no list of results"
+        below = reply.get("below_floor")
+        if not (isinstance(below, list) and len(below) == len(results)
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in below)):
+            return "its answer does not say how many results the floor left out"
     if op == "context":
         if not isinstance(reply.get("context"), str) or not isinstance(reply.get("ids"), list) \
                 or not isinstance(reply.get("tokens"), int):

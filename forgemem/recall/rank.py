@@ -1,49 +1,75 @@
-"""Hybrid recall: lexical + dense candidates, fused, resolved to heads, expanded over edges.
+"""Hybrid recall: lexical + dense candidates, scored as a probability of relevance, resolved to heads.
 
     query ─┬─ FTS5 BM25 (porter stems, stopwords dropped) ── top N per store ─┐
            └─ all-MiniLM-L6-v2 vector ── FAISS inner product ── top N ───────┤
                                                                             ▼
-      union of candidates; each leg min-max normalised over the union, a candidate
-      missing from the dense list gets its exact cosine, one missing from the
-      lexical list scores 0;  fused = ALPHA * lexical + (1 - ALPHA) * dense
+      union of candidates over both stores, each with two numbers that mean the same
+      in any store and for any query: the cosine (a candidate missing from the dense
+      list gets its exact one) and the lexical share, BM25 / the store's ceiling for
+      the query (`StoreIndex.lexical_ceiling`: the idf-weighted share of the query's
+      words the memory holds, 0 when it holds none)
                                                                             ▼
-      superseded versions resolve to their head (the head keeps the best score);
-      retracted heads are dropped; filters (scope, category, tag) apply to heads
+      combined = cosine + LAMBDA · share (share alone without vectors)
                                                                             ▼
-      small priors: recency (newest memory in the store = +RECENCY_WEIGHT, decaying
-      with a half-life of RECENCY_HALF_LIFE_DAYS) and confidence (± CONFIDENCE_WEIGHT / 2)
+      superseded versions resolve to their head (the head keeps its best version's
+      combined); retracted heads are dropped; priors are added to combined: recency
+      (newest memory in the store = +RECENCY_WEIGHT, half-life RECENCY_HALF_LIFE_DAYS),
+      confidence (± CONFIDENCE_WEIGHT / 2), feedback
+                                                                            ▼
+      position = 1 + the memories that combine higher (before filters, so a filter never
+      changes a score); relevance = σ(a + b · combined + c · ln position): a logistic model
+      fitted on the LoCoMo development split (calibration.json,
+      benchmarks/fit_recall_calibration.py), a probability in [0, 1] that keeps the order
+      of `combined` (b > 0, c < 0); filters (scope, category, tag) apply to heads
                                                                             ▼
       neighbours over refines / relates-to / contradicts edges up to `hops`: a memory
       linked to a top hit scores at least HOP_DECAY per hop of that hit's score; unresolved
       contradictions are always shown next to the hit they contradict
                                                                             ▼
-                                 top k, each with its score and why it matched
+      top k; those scoring under `query.floor` are left out (a contradiction of a kept
+      hit stays), and how many were is counted
 
-Why a weighted sum of normalised scores and not reciprocal-rank fusion: on
-LoCoMo, RRF of BM25 and MiniLM scores below BM25 alone, because it throws away
-how far ahead the best lexical match is; the normalised sum keeps it
-(benchmarks/bench_quality.py measures both).
+Why not min-max normalisation per query (what forgemem did before): it makes the best
+match of any query score 1, "thanks" included, scores of two stores cannot be compared,
+and a store of one memory scores 0 lexically. Why not reciprocal-rank fusion: on LoCoMo
+it scores below BM25 alone. benchmarks/bench_quality.py measures all three.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 from forgemem.store.graph import MemoryGraph, Step
 from forgemem.store.model import RELATIONSHIPS, Memory, format_timestamp
 
-ALPHA = 0.5  # weight of the lexical leg in the fused score
 CANDIDATES = 100  # candidates taken from each leg of each store
 FILTERED_CANDIDATES = 1000  # when filters may discard most candidates
-RECENCY_WEIGHT = 0.02
+CALIBRATION = Path(__file__).with_name("calibration.json")
+# Priors are added to `combined` before places are counted (+0.05 there moves a relevance of 0.30 to
+# about 0.32; a memory that passes another also takes its place).
+RECENCY_WEIGHT = 0.04
 RECENCY_HALF_LIFE_DAYS = 180.0
-CONFIDENCE_WEIGHT = 0.02
+CONFIDENCE_WEIGHT = 0.04
 HOP_DECAY = 0.5
 #: `forgemem feedback`: each "useful" adds this, each "wrong" takes twice it off, within ±FEEDBACK_MAX
-FEEDBACK_WEIGHT = 0.03
-FEEDBACK_MAX = 0.15
+FEEDBACK_WEIGHT = 0.06
+FEEDBACK_MAX = 0.3
+
+
+@lru_cache(maxsize=1)
+def calibration() -> dict:
+    """The fitted relevance model (calibration.json): per mode ("dense", "lexical_only"), the weight
+    of the lexical share in `combined` and the logistic coefficients [a, b, c]."""
+    return json.loads(CALIBRATION.read_text(encoding="utf-8"))
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 @dataclass
@@ -55,7 +81,10 @@ class Hit:
     dense_score: float | None = None
     lexical_rank: int | None = None
     lexical_score: float | None = None
-    fused: float = 0.0
+    lexical_share: float = 0.0
+    combined: float = 0.0  # with the priors
+    position: int = 0  # 1 + the memories that combine higher
+    fused: float = 0.0  # the relevance from the two legs (the score, unless reached over an edge)
     priors: dict[str, float] = field(default_factory=dict)
     matched: list[str] = field(default_factory=list)  # versions that matched, when not the head
     via: list[Step] = field(default_factory=list)  # graph path, when reached over edges
@@ -107,6 +136,9 @@ class Hit:
                 "dense_score": _round(self.dense_score),
                 "lexical_rank": self.lexical_rank,
                 "lexical_score": _round(self.lexical_score),
+                "lexical_share": round(self.lexical_share, 6),
+                "combined": round(self.combined, 6),
+                "position": self.position,
                 "fused": round(self.fused, 6),
                 "priors": {k: round(v, 6) for k, v in self.priors.items()},
                 "why": self.why(),
@@ -127,7 +159,8 @@ class Candidate:
     dense_score: float | None = None
     lexical_rank: int | None = None
     lexical_score: float | None = None
-    fused: float = 0.0
+    lexical_share: float = 0.0  # lexical_score / the store's ceiling for the query (`StoreIndex.lexical_ceiling`)
+    combined: float = 0.0  # cosine + LAMBDA · lexical_share (lexical_share alone without vectors)
 
 
 @dataclass
@@ -139,6 +172,7 @@ class Query:
     tags: tuple[str, ...] = ()
     hops: int = 1
     history: bool = False
+    floor: float = 0.0  # hits scoring under it are left out (the config's recall_floor, for callers that show hits)
 
     @property
     def filtered(self) -> bool:
@@ -153,29 +187,17 @@ class Query:
 
 
 def fuse(candidates: Iterable[Candidate], dense: bool) -> list[Candidate]:
-    """Min-max normalise each leg over the candidates, then take the weighted sum."""
+    """Each candidate's `combined` score (cosine + LAMBDA · lexical share; the share alone without
+    vectors), best first. Arithmetic over the candidates, whatever the store's size."""
     items = list(candidates)
-    if not items:
-        return items
-
-    def normaliser(values: list[float]):
-        lo, hi = min(values), max(values)
-        span = hi - lo
-        return (lambda v: (v - lo) / span) if span > 1e-12 else (lambda v: 1.0 if hi > 0 else 0.0)
-
-    lexical = [c.lexical_score or 0.0 for c in items]
-    norm_lex = normaliser(lexical)
-    if dense:
-        norm_dense = normaliser([c.dense_score if c.dense_score is not None else 0.0 for c in items])
+    lam = calibration()["dense" if dense else "lexical_only"]["lambda"]
     for c in items:
-        value = norm_lex(c.lexical_score or 0.0)
-        if dense:
-            value = ALPHA * value + (1 - ALPHA) * norm_dense(c.dense_score or 0.0)
-        c.fused = value
-    return sorted(items, key=lambda c: (-c.fused, c.memory.id))
+        c.combined = lam * c.lexical_share + ((c.dense_score or 0.0) if dense else 0.0)
+    return sorted(items, key=lambda c: (-c.combined, c.memory.id))
 
 
 def priors(memory: Memory, newest: float, feedback: tuple[int, int] | None = None) -> dict[str, float]:
+    """What is added to a memory's `combined` score besides the query (0 for a memory without any)."""
     result = {}
     age_days = max(0.0, (newest - memory.created_at.timestamp()) / 86400)
     result["recency"] = RECENCY_WEIGHT * math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
@@ -189,31 +211,46 @@ def priors(memory: Memory, newest: float, feedback: tuple[int, int] | None = Non
 
 def rank(
     candidates: list[Candidate], graph: MemoryGraph, query: Query, use_priors: bool = True,
-    feedback: dict[str, tuple[int, int]] | None = None,
-) -> list[Hit]:
-    """Resolve candidates to heads, apply filters and priors, expand neighbours, cut to k."""
+    feedback: dict[str, tuple[int, int]] | None = None, dense: bool = True,
+) -> tuple[list[Hit], int]:
+    """Resolve candidates to heads, add priors, score relevance, filter, expand neighbours, cut to k, then
+    to the floor.
+
+    A memory's place (`position`) is counted over every memory the candidates stand for, before the
+    query's filters, so a filter never changes a score. Returns the hits and how many of the top k
+    scored under `query.floor`.
+    """
     newest = graph.newest_timestamp
-    best: dict[str, Hit] = {}
+    feedback = feedback or {}
+    found: dict[str, Candidate] = {}  # each memory the candidates stand for, and its best candidate
+    matched: dict[str, list[str]] = {}
     for c in candidates:
-        targets = [c.memory.id] if query.history else graph.head_of(c.memory.id)
-        for target_id in targets:
-            target = graph.memories[target_id]
-            if not query.history and target.retracted:
+        for target_id in [c.memory.id] if query.history else graph.head_of(c.memory.id):
+            if not query.history and graph.memories[target_id].retracted:
                 continue
-            if not query.accepts(target):
-                continue
-            hit = best.get(target_id)
-            if hit is None:
-                hit = best[target_id] = Hit(memory=target, score=0.0, graph=graph)
-            if c.fused > hit.fused or (hit.dense_rank is None and hit.lexical_rank is None):
-                hit.fused = max(hit.fused, c.fused)
-                hit.dense_rank, hit.dense_score = c.dense_rank, c.dense_score
-                hit.lexical_rank, hit.lexical_score = c.lexical_rank, c.lexical_score
-            if c.memory.id != target_id and c.memory.id not in hit.matched:
-                hit.matched.append(c.memory.id)
-    for hit in best.values():
-        hit.priors = priors(hit.memory, newest, (feedback or {}).get(hit.id)) if use_priors else {}
-        hit.score = hit.fused + sum(hit.priors.values())
+            known = found.get(target_id)
+            if known is None or c.combined > known.combined:
+                found[target_id] = c
+            if c.memory.id != target_id and c.memory.id not in matched.setdefault(target_id, []):
+                matched[target_id].append(c.memory.id)
+    scored = []
+    for target_id, c in found.items():
+        nudges = priors(graph.memories[target_id], newest, feedback.get(target_id)) if use_priors else {}
+        scored.append((c.combined + sum(nudges.values()), target_id, c, nudges))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    a, b, slope = calibration()["dense" if dense else "lexical_only"]["weights"]
+    best: dict[str, Hit] = {}
+    for position, (combined, target_id, c, nudges) in enumerate(scored, start=1):
+        target = graph.memories[target_id]
+        if not query.accepts(target):
+            continue
+        relevance = sigmoid(a + b * combined + slope * math.log(position))
+        best[target_id] = Hit(
+            memory=target, score=relevance, graph=graph, dense_rank=c.dense_rank, dense_score=c.dense_score,
+            lexical_rank=c.lexical_rank, lexical_score=c.lexical_score, lexical_share=c.lexical_share,
+            combined=combined, position=position, fused=relevance, priors=nudges,
+            matched=matched.get(target_id, []),
+        )
     ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
 
     # Neighbours over typed edges: a memory linked to a strong hit is pulled up to
@@ -232,6 +269,9 @@ def rank(
                     current.score, current.via = score, path
         ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
 
+    top = ranked
+    ranked = [h for h in top if h.score >= query.floor]
+
     # Unresolved contradictions are never dropped: the other side sits right after the hit.
     pairs = graph.conflicts
     if pairs:
@@ -249,4 +289,5 @@ def rank(
                     other.conflicts = list(pairs.get(other_id, []))
                     result.append(other)
         ranked = result
-    return ranked
+    shown_ids = {h.id for h in ranked}
+    return ranked, sum(1 for h in top if h.id not in shown_ids)

@@ -18,8 +18,9 @@ server, else answer here and start one) in `forgemem.recall.client`. Protocol, i
 short: one JSON object per line each way. A request is
 `{"op": "recall", "version": ..., "stores": {"repo": DIR, "user": DIR},
 "use_embeddings": ..., "queries": [{"text", "k", "scope", "category", "tags",
-"hops", "history"}]}`; the answer is `{"ok": true, "lexical_only": ...,
-"notes": [...], "results": [[hit, ...], ...]}` or `{"ok": false, "error": ...}`.
+"hops", "history", "floor"}]}`; the answer is `{"ok": true, "lexical_only": ...,
+"notes": [...], "results": [[hit, ...], ...], "floors": [...], "below_floor": [...]}`
+or `{"ok": false, "error": ...}`.
 `{"op": "context", ..., "queries": [one query], "budget": N}` answers with the
 rendered block instead (`forgemem.context`): `{"ok": true, "context", "tokens",
 "ids", "left_out", "hashes", "repeated", ...}`; its optional `"skip": {id: fingerprint}`
@@ -132,15 +133,20 @@ def handle(request: dict | Request, engines: Engines, refresh: bool = True) -> d
         if refresh and engine.refresh_if_changed():
             engines.snapshot_changed = True
         answers = []
+        floors: list[float] = []
+        below: list[int] = []
         notes: list[str] = list(engine.workspace.warnings)
         lexical_only = False
         for q in req.queries:
+            floor = engine.workspace.config.recall_floor if q.floor is None else q.floor
             result = engine.recall(
                 Query(text=q.text, k=q.k, scope=q.scope, category=q.category, tags=q.tags, hops=q.hops,
-                      history=q.history),
+                      history=q.history, floor=floor),
                 refresh=False,
             )
             answers.append(result.to_dicts())
+            floors.append(floor)
+            below.append(result.below_floor)
             if req.op == "recall" and req.log:
                 log_recalls(engine, answers[-1][: q.k])
             lexical_only = result.lexical_only
@@ -151,10 +157,11 @@ def handle(request: dict | Request, engines: Engines, refresh: bool = True) -> d
             from forgemem.recall.context import render
 
             block = render(answers[0], lexical_only, req.budget, engine.workspace.config.embedding_model,
-                           skip=dict(req.skip))
+                           skip=dict(req.skip), floor=floors[0])
             log_recalls(engine, [h for h in answers[0] if h["id"] in set(block.ids)])
-            return {"ok": True, "lexical_only": lexical_only, "notes": notes, **block.to_dict()}
-        return {"ok": True, "lexical_only": lexical_only, "notes": notes, "results": answers}
+            return {"ok": True, "lexical_only": lexical_only, "notes": notes, "floor": floors[0], **block.to_dict()}
+        return {"ok": True, "lexical_only": lexical_only, "notes": notes, "results": answers, "floors": floors,
+                "below_floor": below}
     except ForgememError as exc:
         return {"ok": False, "error": str(exc), "exit_code": exc.exit_code}
 

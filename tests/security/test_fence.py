@@ -34,7 +34,7 @@ def folded(text: str) -> str:
 
 def hit(n: int, text: str) -> dict:
     return {"id": f"mem_{n:08x}-0000-4000-8000-000000000000", "category": "corrections", "scope": "repo",
-            "content": text, "conflicts": [], "explain": {"dense_score": 0.9, "lexical_score": 5.0}}
+            "content": text, "conflicts": [], "score": 0.9, "explain": {"dense_score": 0.9, "lexical_score": 5.0}}
 
 
 def test_no_memory_can_end_the_block_or_start_one():
