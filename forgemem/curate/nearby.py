@@ -100,7 +100,7 @@ def near_new(workspace, memory: Memory, prepare: Callable | None = None,
     from forgemem.recall import client
 
     request = {"op": "recall", "stores": client.store_dirs(workspace), "use_embeddings": True, "log": False,
-               "queries": [{"text": _indexed(memory), "k": _RECALL_K, "hops": 0}]}
+               "queries": [{"text": _indexed(memory), "k": _RECALL_K, "hops": 0, "floor": 0.0}]}  # by cosine, below
     if not request["stores"]:
         return []
     answer = client.answer(request, prepare=prepare, on_notice=on_notice)
