@@ -3,6 +3,7 @@
     python benchmarks/bench_recall.py                 # 1K, 10K, 100K (the 100K build takes a while)
     python benchmarks/bench_recall.py 1000 10000
     python benchmarks/bench_recall.py --keep /tmp/fm-bench 100000   # reuse generated stores
+    python benchmarks/bench_recall.py --keep /tmp/fm-bench --keep-index --baseline OTHER/python 100000
 
 For each size it prints:
   build        index build from nothing (parse, hash, FTS5, embed, FAISS) and its
@@ -16,11 +17,19 @@ For each size it prints:
   end to end   `forgemem recall QUERY` as a process: cold (no server: FORGEMEM_SERVER=off),
                warm (the recall server running), and the first call after a file changed,
                next to `python -c pass` and `grep -ril WORD` over the same files
+  first recall `forgemem recall QUERY` in a process of its own with no server (what the first
+               recall of a session costs): p50 over 5 runs with the cache built and the
+               page cache warm
+
+--keep-index keeps a cache that `--keep` left (skipping the build and refresh lines: a 100K build
+takes 10 minutes here); --baseline PYTHON times the end-to-end lines with another interpreter's
+forgemem (e.g. a checkout of main in its own venv) in the same run, pair by pair, before this one's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -69,9 +78,8 @@ def touch_one(folder: Path, rng: random.Random) -> Path:
     return path
 
 
-def bench(n: int, base: Path, st_model) -> None:
+def bench(n: int, base: Path, st_model, keep_index: bool = False, baseline: str | None = None) -> None:
     from forgemem.recall.engine import RecallEngine
-    from forgemem.recall.rank import Query
     from forgemem.workspace import Workspace
 
     rng = random.Random(n)
@@ -80,8 +88,17 @@ def bench(n: int, base: Path, st_model) -> None:
     if not folder.is_dir():
         generate(folder, n)
     cache = folder.parent / "cache"
-    shutil.rmtree(cache, ignore_errors=True)
+    keep_index = keep_index and (cache / "repo.sqlite").is_file()
+    if not keep_index:
+        shutil.rmtree(cache, ignore_errors=True)
     print(f"\n== {n:,} memories ({sum(1 for _ in folder.rglob('*.md')):,} files)")
+    if keep_index:
+        fresh = RecallEngine(Workspace.open(repo_dir=folder, user_dir=user))
+        fresh.refresh()
+        idx = fresh.indexes()["repo"]
+        in_process(fresh, idx, rng)
+        end_to_end(folder, user, rng, idx, baseline)
+        return
 
     # --- build
     ws = Workspace.open(repo_dir=folder, user_dir=user)
@@ -123,11 +140,26 @@ def bench(n: int, base: Path, st_model) -> None:
     print(f"refresh        nothing changed p50 {ms(statistics.median(nothing))}; "
           f"1 file changed p50 {ms(statistics.median(one))} (re-embedded {embedded} memories)")
 
-    # --- in-process recall
     fresh.refresh()
-    # Queries a person might type: a few words taken from some memory's text.
-    bodies = [m.body.split() for _, m in idx.memories()]
-    queries = [" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))) for words in rng.sample(bodies, QUERIES)]
+    in_process(fresh, idx, rng)
+    end_to_end(folder, user, rng, idx, baseline)
+
+
+def memory_words(idx) -> list[list[str]]:
+    return [json.loads(r)["body"].split() for (r,) in idx.db.execute("SELECT record FROM memories")]
+
+
+def queries_for(idx, rng: random.Random) -> list[str]:
+    """Queries a person might type: a few words taken from some memory's text."""
+    bodies = memory_words(idx)
+    return [" ".join(rng.sample(words, min(len(words), rng.randint(3, 6)))) for words in rng.sample(bodies, QUERIES)]
+
+
+def in_process(fresh, idx, rng: random.Random) -> None:
+    from forgemem.recall.rank import Query
+
+    queries = queries_for(idx, random.Random(rng.random()))
+    bodies = memory_words(idx)
     for q in queries[:3]:
         fresh.recall(Query(q, k=10), refresh=False)
     only, with_refresh = [], []
@@ -153,13 +185,37 @@ def bench(n: int, base: Path, st_model) -> None:
     print(f"  same run     before (min-max fusion) p50 {ms(pct(before, .5))} p95 {ms(pct(before, .95))}; "
           f"now (calibrated relevance, uncached words) p50 {ms(pct(now, .5))} p95 {ms(pct(now, .95))}")
 
-    # --- end to end, as a process
+
+def end_to_end(folder: Path, user: Path, rng: random.Random, idx, baseline: str | None) -> None:
+    """`forgemem recall` as a process: cold, warm, after a change; with --baseline, that forgemem first."""
+    query = queries_for(idx, random.Random(rng.random()))[0]
+    pythons = ([("baseline", baseline)] if baseline else []) + [("this", sys.executable)]
+    cold: dict[str, list[float]] = {}
+    for _label, python in pythons:  # warm-up: the page cache, and a cache another version wrote last
+        timed_runs([python, "-P", "-m", "forgemem", "--repo-dir", str(folder), "--user-dir", str(user), "recall", query],
+                   dict(os.environ, FORGEMEM_SERVER="off"), runs=1)
+    for _ in range(5):  # pair by pair: a drift of the machine's speed hits both alike
+        for label, python in pythons:
+            command = [python, "-P", "-m", "forgemem", "--repo-dir", str(folder), "--user-dir", str(user),
+                       "recall", query, "-k", "10"]
+            cold.setdefault(label, []).extend(timed_runs(command, dict(os.environ, FORGEMEM_SERVER="off"), runs=1))
+    python_pass = timed_runs([sys.executable, "-c", "pass"], dict(os.environ))
+    for label, python in pythons:
+        print(f"first recall   ({label}) no server: p50 {ms(pct(cold[label], .5))} p95 {ms(pct(cold[label], .95))}"
+              + (f"  [{python}]" if baseline else ""))
+    for label, python in pythons:
+        served(folder, user, rng, query, python, label if baseline else "", cold[label])
+    grep = timed_runs(["grep", "-ril", query.split()[0], str(folder)], dict(os.environ), runs=5)
+    print(f"  baselines    python -c pass p50 {ms(pct(python_pass, .5))}; grep -ril over the files p50 {ms(pct(grep, .5))}")
+
+
+def served(folder: Path, user: Path, rng: random.Random, query: str, python: str, label: str,
+           cold: list[float]) -> None:
     socket_dir = Path(tempfile.mkdtemp(prefix="fm-sock-"))
     env = dict(os.environ, FORGEMEM_SERVER_SOCKET=str(socket_dir / "s.sock"))
-    command = [sys.executable, "-m", "forgemem", "--repo-dir", str(folder), "--user-dir", str(user),
-               "recall", queries[0], "-k", "10"]
-    cold = timed_runs(command, dict(env, FORGEMEM_SERVER="off"), runs=5)
-    server = subprocess.Popen([sys.executable, "-m", "forgemem", "serve", "--idle-timeout", "600"], env=env,
+    command = [python, "-P", "-m", "forgemem", "--repo-dir", str(folder), "--user-dir", str(user),
+               "recall", query, "-k", "10"]
+    server = subprocess.Popen([python, "-P", "-m", "forgemem", "serve", "--idle-timeout", "600"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
@@ -173,21 +229,20 @@ def bench(n: int, base: Path, st_model) -> None:
             touch_one(folder, rng)
             after_change.extend(timed_runs(command, env, runs=1))
     finally:
-        subprocess.run([sys.executable, "-m", "forgemem", "serve", "--stop"], env=env, stdout=subprocess.DEVNULL)
+        subprocess.run([python, "-P", "-m", "forgemem", "serve", "--stop"], env=env, stdout=subprocess.DEVNULL)
         server.wait(10)
         shutil.rmtree(socket_dir, ignore_errors=True)
-    python_pass = timed_runs([sys.executable, "-c", "pass"], env)
-    grep = timed_runs(["grep", "-ril", queries[0].split()[0], str(folder)], env, runs=5)
-    print(f"end to end     forgemem recall: warm (server) p50 {ms(pct(warm, .5))} p95 {ms(pct(warm, .95))}; "
-          f"first call after a file changed p50 {ms(pct(after_change, .5))} max {ms(max(after_change))}; "
-          f"cold (no server) p50 {ms(pct(cold, .5))} p95 {ms(pct(cold, .95))}")
-    print(f"  baselines    python -c pass p50 {ms(pct(python_pass, .5))}; grep -ril over the files p50 {ms(pct(grep, .5))}")
+    print(f"end to end     {f'({label}) ' if label else ''}forgemem recall: warm (server) p50 {ms(pct(warm, .5))} "
+          f"p95 {ms(pct(warm, .95))}; first call after a file changed p50 {ms(pct(after_change, .5))} "
+          f"max {ms(max(after_change))}; cold (no server) p50 {ms(pct(cold, .5))} p95 {ms(pct(cold, .95))}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sizes", nargs="*", type=int, default=[1_000, 10_000, 100_000])
     parser.add_argument("--keep", type=Path, help="generate stores here and reuse them on later runs")
+    parser.add_argument("--keep-index", action="store_true", help="with --keep: reuse their caches too (no build)")
+    parser.add_argument("--baseline", metavar="PYTHON", help="also time the process lines with this interpreter")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from forgemem.index.embedding import SentenceTransformerEmbedder, default_model_dir
@@ -198,7 +253,7 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     try:
         for n in args.sizes:
-            bench(n, base, st_model)
+            bench(n, base, st_model, args.keep_index, args.baseline)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

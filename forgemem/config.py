@@ -25,8 +25,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forgemem.errors import ConfigError
 
 CONFIG_NAME = "config.yaml"
@@ -193,6 +191,8 @@ def _parse_yaml(path: Path, raw: bytes) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8") from None
+    import yaml  # here, not at the top: a run without config files never loads PyYAML
+
     from forgemem.yamlsafe import unsafe_yaml_reason
 
     reason = unsafe_yaml_reason(text)

@@ -125,3 +125,25 @@ def test_records_are_pruned_after_a_week_and_bounded(isolated_home):
     fresh.path.write_text("not json")
     assert sessions.load("new-session").injected == {}  # a broken record only means injecting again
     assert sessions.load(None) is None and sessions.load("x" * 300) is None
+
+
+def test_the_injection_line_skips_the_redactor_only_when_forgemem_made_all_of_it(isolated_home):
+    """An injection line of ids, numbers and a plain session id is written without loading the redactor
+    (0.1-0.2 s of every hook); any other line, or a session id of another shape, is redacted as ever."""
+    code = """
+import sys
+from forgemem.agents.hooks import PLAIN_SESSION, log, log_path
+from forgemem.usage import injection_message
+log(injection_message(["mem_0b5c8a3e-2f0e-4d8e-9a57-3f7a1c2b9d10"], 120, 41.0,
+                      "5f0c6a5e-8d2b-4c1e-9a7f-2b3c4d5e6f70"), generated=True)
+print("redactor loaded:", "forgemem.store.redact" in sys.modules)
+token = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5"
+print("plain:", bool(PLAIN_SESSION.fullmatch(token)), bool(PLAIN_SESSION.fullmatch("bench-3")))
+log("recall failed: token " + token)
+print(log_path().read_text())
+"""
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "HOME": str(isolated_home)})
+    assert "redactor loaded: False" in done.stdout and "plain: False True" in done.stdout
+    assert '"session": "5f0c6a5e-8d2b-4c1e-9a7f-2b3c4d5e6f70"' in done.stdout
+    assert "ghp_aB3d" not in done.stdout and "REDACTED" in done.stdout

@@ -15,6 +15,7 @@ a `forgemem/` package of its own is never imported.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from contextvars import ContextVar
@@ -33,12 +34,21 @@ def log_path() -> Path:
     return user_cache_dir() / LOG_NAME
 
 
-def log(message: str) -> None:
+#: an agent's session id the log keeps without running the redactor: a UUID (what the agents send), or a
+#: short name of letters, digits and . : - (`bench-3`); anything else (e.g. `ghp_…`) is redacted as ever
+PLAIN_SESSION = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|[A-Za-z0-9.:-]{1,32}")
+
+
+def log(message: str, generated: bool = False) -> None:
     """One line in the hooks log per event (private, secrets redacted, a multi-line message joined with
-    " | "); the log is cut to its newer half, at a line, past LOG_LIMIT; never raises."""
+    " | "); the log is cut to its newer half, at a line, past LOG_LIMIT; never raises.
+
+    `generated`: forgemem made every word of the message from memory ids, numbers and a plain session id
+    (`PLAIN_SESSION`), none of it text from a person, a file or a transcript, so the redactor (whose
+    detectors take 0.1-0.2 s to load, most of a hook's time) has nothing to find and is not run.
+    """
     try:
         from forgemem.permissions import atomic_write_text, open_private_append
-        from forgemem.store.redact import redact
 
         path = log_path()
         if path.exists() and path.stat().st_size > LOG_LIMIT:
@@ -47,7 +57,11 @@ def log(message: str) -> None:
             half = half[half.find(b"\n") + 1:]  # from the start of a line
             atomic_write_text(path, half.decode("utf-8", "replace"), private=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        line = " | ".join(part.strip() for part in redact(message)[0].splitlines() if part.strip())
+        if not generated:
+            from forgemem.store.redact import redact
+
+            message = redact(message)[0]
+        line = " | ".join(part.strip() for part in message.splitlines() if part.strip())
         with open_private_append(path) as handle:
             handle.write(f"{stamp} {line}\n")
     except Exception:  # noqa: BLE001 - logging must never fail a hook
@@ -144,9 +158,15 @@ def context_for(query: str, cwd: Path, timeout_ms: int | None = None, workspace=
     if seen is not None and isinstance(hashes, dict):
         seen.add({k: v for k, v in hashes.items() if isinstance(k, str) and isinstance(v, str)})
     if answer.get("repeated") and not answer["ids"]:
-        log(f"nothing new to inject: {answer['repeated']} relevant memories are already in this session")
+        log(f"nothing new to inject: {int(answer['repeated'])} relevant memories are already in this session",
+            generated=True)
         return ""
-    log(injection_message(answer["ids"], answer["tokens"], 1000 * (time.monotonic() - started), _SESSION.get()))
+    from forgemem.store.model import is_valid_id
+
+    session = _SESSION.get()
+    plain = (session is None or bool(PLAIN_SESSION.fullmatch(session))) and all(map(is_valid_id, answer["ids"]))
+    log(injection_message(answer["ids"], int(answer["tokens"]), 1000 * (time.monotonic() - started), session),
+        generated=plain)
     return answer["context"]
 
 

@@ -3,7 +3,7 @@
 `forgemem hook claude-code` runs on every prompt an agent sends, and git runs
 `forgemem diff-driver` / `merge-driver` once per memory file of a diff or a merge,
 so they skip the CLI framework (typer and rich cost about 60 ms to import);
-everything else goes to `forgemem.cli`.
+everything else goes to `forgemem.cli`, loading only the module of the command it runs (`dispatch`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,15 @@ def run() -> None:
         from forgemem.git import drivers
 
         sys.exit(drivers.main_textconv(args[1]) if args[0] == "diff-driver" else drivers.main_merge(*args[1:]))
-    from forgemem.cli.main import run as cli_run
+    from forgemem.cli.dispatch import main, module_for
 
-    cli_run()
+    module = module_for(args)
+    if module is None:
+        from forgemem.cli.main import run as cli_run
+
+        cli_run()
+        return
+    import importlib
+
+    importlib.import_module(f"forgemem.cli.{module}")  # registers its commands: the others are not loaded
+    sys.exit(main())

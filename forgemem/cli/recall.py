@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, out, state, warn
-from forgemem.cli.memories import load
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES, PROPOSED, one_line, short
 from forgemem.views import conflicts_json
@@ -359,6 +358,8 @@ def serve(
 @app.command()
 def conflicts(as_json: bool = JSON_OPTION) -> None:
     """Unresolved contradictions (both sides) and forks; exit 1 when there are any."""
+    from forgemem.cli.memories import load  # here: a recall does not load the memory commands
+
     snap = load()
     data = conflicts_json(snap)
     if as_json:

@@ -98,11 +98,15 @@ def create(db: sqlite3.Connection, memory_dir: Path) -> None:
         """
     )
     if get_meta(db, "schema") is None:
+        from forgemem.index import links
+
+        links.create(db)
         db.execute("BEGIN")
         set_meta(db, "schema", SCHEMA_VERSION)
         set_meta(db, "memory_dir", str(memory_dir))
         set_meta(db, "generation", "0")
         set_meta(db, "vectors_epoch", "0")
+        links.mark(db, 0)
         db.execute("COMMIT")
 
 

@@ -153,6 +153,9 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads or min(os.cpu_count() or 1, 4)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: a spinning pool takes both cores from the FAISS
+        # search and SQLite work that follow each query (a warm recall at 10K: 33 ms -> 11 ms).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )

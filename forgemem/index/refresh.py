@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from forgemem.errors import Problem
+from forgemem.index import links
 from forgemem.index.database import embed_text, get_meta, select_in, set_meta, to_record
 from forgemem.index.vectors import ProgressFn, embed_missing, missing_reason
 from forgemem.store.folder import UNREADABLE, Store
@@ -83,9 +84,11 @@ def update(
     scan, cached, changed, deleted = diff(db, store, None if only is None else list(only))
     vector_reason = missing_reason(db, embedder)
     report = RefreshReport(files=len(scan), embedder=embedder.id if embedder else None)
-    if not changed and not deleted and not vector_reason:
+    if not changed and not deleted and not vector_reason and links.current(db):
         return report
     with lock():
+        if not links.current(db):  # a cache from before the links were kept, or written by such a forgemem
+            links.fill(db)
         # Another process may have applied some of this while we waited for the lock.
         cached = cached_stats(db, None if only is None else sorted(set(changed) | set(deleted)))
         retry = set(readable_again(db, store))
@@ -104,6 +107,7 @@ def update(
         if not report.unchanged:
             db.execute("BEGIN IMMEDIATE")
             set_meta(db, "generation", str(gen))
+            links.mark(db, gen)  # every row this refresh wrote wrote its links too
             db.execute("COMMIT")
     return report
 
@@ -166,6 +170,7 @@ def _delete_memory(db: sqlite3.Connection, rel: str, gen: int) -> None:
         db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
         db.execute("DELETE FROM vectors WHERE rowid = ?", (row[0],))
         db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
+        links.write(db, row[0], None)
         db.execute("INSERT OR REPLACE INTO tombstones(rowid, gen) VALUES (?, ?)", (row[0], gen))
 
 
@@ -179,9 +184,13 @@ def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -
             "INSERT INTO memories(path, id, record, text_hash, gen) VALUES (?, ?, ?, ?, ?)",
             (rel, memory.id, record, text_hash, gen),
         )
-        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
+        new = cursor.lastrowid
+        assert new is not None
+        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (new, text))
+        links.write(db, new, memory)
         return
     rowid, old_hash = row
+    links.write(db, rowid, memory)
     if old_hash == text_hash:  # front matter changed only: keep the vector
         db.execute("UPDATE memories SET id = ?, record = ?, gen = ? WHERE rowid = ?", (memory.id, record, gen, rowid))
         return

@@ -125,6 +125,7 @@ class FaissFile:
         self.scope = scope
         self.in_memory = in_memory
         self._index: Any = None
+        self._mapped = False  # the index reads its vectors from the file's pages (mmap): never changed in place
         self._generation: int | None = None
         self._epoch: str | None = None
         self._write_failed = False
@@ -139,6 +140,8 @@ class FaissFile:
         if self._index is not None and self._generation == generation:
             return self._index
         epoch = get_meta(db, "vectors_epoch")
+        if self._index is not None and self._mapped:
+            self._index, self._mapped = _owned(self._index), False  # it is about to change in place
         if self._index is not None and self._epoch == epoch and self._generation is not None:
             self._update(db, self._generation)
             self._generation = generation
@@ -148,7 +151,7 @@ class FaissFile:
         if not self.in_memory:
             index = self._read(db, path)
         if index is None:
-            index = _build(db)
+            index, self._mapped = _build(db), False
             if index is not None and not self.in_memory:
                 self._write(index, path)
         self._index, self._generation, self._epoch = index, generation, epoch
@@ -162,7 +165,9 @@ class FaissFile:
         if not path.is_file():
             return None
         try:
-            index: Any = faiss.read_index(str(path))
+            # Mapped, not read: the vectors are paged in as a search touches them (150 MB at 100K
+            # memories), and the file is replaced by a rename, never rewritten in place.
+            index: Any = faiss.read_index(str(path), getattr(faiss, "IO_FLAG_MMAP_IFC", 0))
         except (RuntimeError, MemoryError):  # FAISS's own message is a C++ location
             say(f"the vector index {path} could not be used (not a FAISS index: truncated or overwritten); rebuilt it")
             return None
@@ -173,6 +178,7 @@ class FaissFile:
             say(f"the vector index {path} could not be used (it holds {index.ntotal} vectors of {index.d} "
                 f"dimensions, not {vectors} of {dim}); rebuilt it")
             return None
+        self._mapped = bool(getattr(faiss, "IO_FLAG_MMAP_IFC", 0))
         return index
 
     def _write(self, index, path: Path) -> None:
@@ -204,7 +210,7 @@ class FaissFile:
 
     def forget(self) -> None:
         """Drop the index held in memory (the next `get` reads or builds it again)."""
-        self._index = None
+        self._index, self._mapped = None, False
         self._generation = None
 
     def delete_files(self) -> None:
@@ -236,6 +242,20 @@ def _build(db: sqlite3.Connection):
     index = faiss.IndexIDMap2(faiss.IndexFlatIP(int(dim)))
     index.add_with_ids(*_vectors_and_ids(rows, int(dim)))
     return index
+
+
+def _owned(index):
+    """A copy of a mapped index that holds its own vectors, so rows can be removed and added."""
+    import faiss
+
+    try:
+        flat = faiss.downcast_index(index.index)
+        copy = faiss.IndexIDMap2(faiss.IndexFlatIP(index.d))
+        if index.ntotal:
+            copy.add_with_ids(flat.reconstruct_n(0, index.ntotal), faiss.vector_to_array(index.id_map))
+    except (RuntimeError, AttributeError):  # not the index forgemem writes: built again from the database
+        return None
+    return copy
 
 
 def _vectors_and_ids(rows: list[tuple[int, bytes]], dim: int):

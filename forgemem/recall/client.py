@@ -75,7 +75,8 @@ def answer(request: dict, prepare=None, use_server: bool = True, on_notice=None,
             parsed = Request.parse(request, strict=False)
         except BadRequest as exc:
             return {"ok": False, "error": f"bad request: {exc}"}
-        engines = Engines(on_notice=on_notice)
+        # one query: read from the cache what it uses; a batch loads the whole snapshot once
+        engines = Engines(on_notice=on_notice, lazy=len(parsed.queries) == 1)
         engine = engines.get(parsed.stores, parsed.use_embeddings)
         (prepare or (lambda e: e.refresh()))(engine)
         reply = handle(parsed, engines, refresh=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,15 +46,18 @@ class RecallEngine:
         use_embeddings: bool = True,
         on_notice: Callable[[str], None] | None = None,
         embedder=None,
+        lazy: bool = False,
     ):
         self.workspace = workspace
+        #: a process that answers one recall: read from the cache what it uses (`recall.lazy`)
+        self.lazy = lazy
         self.use_embeddings = use_embeddings
         self.notice = on_notice or (lambda message: None)
         self._embedder = embedder if use_embeddings else None
         self._embedder_error: str | None = None
         self._snapshot: Snapshot | None = None
         self._generations: dict[str, int] = {}
-        self._rows: dict[tuple[str, int], Memory] = {}
+        self._rows: MutableMapping[tuple[str, int], Memory] = {}
         self._problems: dict[str, list] = {}
         self._watcher: StoreWatcher | None = None
         self._last_full_check = 0.0
@@ -129,6 +132,16 @@ class RecallEngine:
         return self._snapshot is not before
 
     def _load_snapshot(self) -> None:
+        if self.lazy:
+            from forgemem.recall.lazy import load
+
+            view = load(self.indexes(), self._load_full)
+            if view is not None:
+                self._rows, self._problems, self._snapshot = view.rows, {}, view.snapshot
+                return
+        self._load_full()
+
+    def _load_full(self) -> tuple[MutableMapping[tuple[str, int], Memory], Snapshot]:
         self._rows = {}
         self._problems = {}
         for scope, index in self.indexes().items():
@@ -136,9 +149,13 @@ class RecallEngine:
                 self._rows[(scope, rowid)] = memory
             self._problems[scope] = index.problems()
         self._assemble()
+        assert self._snapshot is not None
+        return self._rows, self._snapshot
 
     def _update_snapshot(self, generations: dict[str, int]) -> None:
         """Apply only the rows written since the generation last seen (by any process)."""
+        if not isinstance(self._rows, dict):  # read on demand: read on demand again
+            return self._load_snapshot()
         for scope, index in self.indexes().items():
             if generations[scope] == self._generations.get(scope):
                 continue

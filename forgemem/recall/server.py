@@ -81,11 +81,12 @@ from forgemem.recall.protocol import (
 class Engines:
     """Recall engines by store pair, sharing one embedder per model."""
 
-    def __init__(self, on_notice=None, watch: bool = False):
+    def __init__(self, on_notice=None, watch: bool = False, lazy: bool = False):
         self.engines: dict[tuple, object] = {}
         self.embedders: dict[str, object] = {}
         self.notice = on_notice
         self.watch = watch
+        self.lazy = lazy  # one answer in this process: its engines read the cache on demand
         self.snapshot_changed = False
 
     def get(self, stores: dict[str, str], use_embeddings: bool):
@@ -107,7 +108,7 @@ class Engines:
                     except EmbeddingUnavailable:
                         self.embedders[model] = None
                 embedder = self.embedders[model]
-            engine = RecallEngine(workspace, use_embeddings=use_embeddings, embedder=embedder)
+            engine = RecallEngine(workspace, use_embeddings=use_embeddings, embedder=embedder, lazy=self.lazy)
             if self.watch:
                 engine.watch()
             self.engines[key] = engine
