@@ -17,8 +17,10 @@ Baselines computed in the same run on the same questions:
          stemming or stopwords: plain BM25, as in the reference figures
   dense  all-MiniLM-L6-v2 cosine over the same vectors forgemem stored
 Ablations (in-process, on the same index): which part of forgemem's recall moves
-the figures, and "before": the per-query min-max fusion that the calibrated
-relevance replaced (forgemem/recall/calibration.json), exactly as it ranked.
+the figures (each of the surroundings: dates, session neighbours, the session's
+best; graph hops; pseudo-relevance feedback, tried and left out), and "before": the
+per-query min-max fusion that the calibrated relevance replaced
+(forgemem/recall/calibration.json), exactly as it ranked.
 """
 
 from __future__ import annotations
@@ -157,6 +159,30 @@ def before_calibration():
          index_module.StoreIndex.lexical_ceiling) = saved
 
 
+def feedback_embedder(engine, model, query, beta: float, top: int):
+    """Pseudo-relevance feedback (Rocchio, in the vector space): an embedder whose vector for the query is
+    its own plus beta times the mean vector of the query's first `top` hits."""
+    import numpy as np
+
+    engine._embedder = model
+    first = engine.recall(query, refresh=False)
+    index = engine.indexes()["repo"]
+    rows = {m.id: rowid for rowid, m in index.memories()} if not hasattr(engine, "_prf_rows") else engine._prf_rows
+    engine._prf_rows = rows
+    vector = model.encode([query.text])[0]
+    mean = np.mean([index.vector_index().reconstruct(rows[h.id]) for h in first.hits[:top]], axis=0)
+    mixed = vector + beta * mean
+    mixed = (mixed / np.linalg.norm(mixed)).astype(np.float32)
+
+    class Fed:
+        dimension = getattr(model, "dimension", None)
+
+        def encode(self, texts):
+            return np.vstack([mixed for _ in texts])
+
+    return Fed()
+
+
 def forgemem_cli(memory_dir: Path, user_dir: Path, questions, ids: dict[str, str], workdir: Path):
     queries = workdir / "queries.jsonl"
     queries.write_text("".join(json.dumps({"id": i, "query": q[0]}) + "\n" for i, q in enumerate(questions)))
@@ -191,6 +217,7 @@ def main() -> int:
     import forgemem.index.cache as index_module
     import forgemem.recall.engine as engine_module
     import forgemem.recall.rank as recall_module
+    import forgemem.recall.surroundings as surroundings_module
     from forgemem.recall.engine import RecallEngine
     from forgemem.recall.rank import Query
     from forgemem.workspace import Workspace
@@ -199,6 +226,8 @@ def main() -> int:
     systems = {name: Scores() for name in ("forgemem", "bm25", "dense")}
     ablations: dict[str, Scores] = {}
     originals = {name: getattr(recall_module, name) for name in ("calibration", "RECENCY_WEIGHT", "CONFIDENCE_WEIGHT")}
+    surrounding = {name: getattr(surroundings_module, name)
+                   for name in ("DATE_WEIGHT", "NEIGHBOUR_WEIGHTS", "SESSION_WEIGHT")}
     original_fuse, original_stop = engine_module.fuse, index_module.STOPWORDS
 
     def rrf(candidates, dense):
@@ -221,13 +250,23 @@ def main() -> int:
         return calibration
 
     variants = {
-        "forgemem (calibrated relevance, priors)": {},
-        "before: min-max fusion, alpha 0.5, priors": {"before": True},
+        "forgemem (calibrated relevance, surroundings, priors)": {},
+        "no surroundings (no date, neighbour, session terms)": {
+            "surroundings": {"DATE_WEIGHT": 0.0, "NEIGHBOUR_WEIGHTS": {}, "SESSION_WEIGHT": 0.0}},
+        "no date term": {"surroundings": {"DATE_WEIGHT": 0.0}},
+        "no session neighbours": {"surroundings": {"NEIGHBOUR_WEIGHTS": {}}},
+        "session neighbours at distance 1 only": {"surroundings": {"NEIGHBOUR_WEIGHTS": {1: 0.3}}},
+        "no session share": {"surroundings": {"SESSION_WEIGHT": 0.0}},
+        "graph hops 1 (LoCoMo has no edges)": {"hops": 1},
+        "pseudo-relevance feedback (query + 0.5 x top 3)": {"prf": (0.5, 3)},
+        "before: min-max fusion, alpha 0.5, priors (+ surroundings)": {"before": True},
         "lexical leg only (the lexical-only model)": {"lexical_only": True},
         "dense leg only (MiniLM via FAISS)": {"fuse": dense_only},
         "combined = cosine + 1.0 * share": {"calibration": with_lambda(1.0)},
         "combined = cosine + 2.0 * share": {"calibration": with_lambda(2.0)},
-        "reciprocal rank fusion (k 60), no priors": {"fuse": rrf, "priors": False},
+        "reciprocal rank fusion (k 60), no priors, no surroundings": {
+            "fuse": rrf, "priors": False,
+            "surroundings": {"DATE_WEIGHT": 0.0, "NEIGHBOUR_WEIGHTS": {}, "SESSION_WEIGHT": 0.0}},
         "no recency/confidence priors": {"priors": False},
         "no stopword removal in queries": {"stopwords": frozenset()},
     }
@@ -270,12 +309,18 @@ def main() -> int:
                 if knobs.get("lexical_only"):
                     engine._embedder, engine.use_embeddings = None, False
                 try:
+                    for name, value in knobs.get("surroundings", {}).items():
+                        setattr(surroundings_module, name, value)
                     with before_calibration() if knobs.get("before") else nullcontext():
                         for question, evidence, category in questions:
-                            result = engine.recall(Query(question, k=10, hops=0), refresh=False,
-                                                   use_priors=knobs.get("priors", True))
+                            query = Query(question, k=10, hops=knobs.get("hops", 0))
+                            if knobs.get("prf"):
+                                engine._embedder = feedback_embedder(engine, model, query, *knobs["prf"])
+                            result = engine.recall(query, refresh=False, use_priors=knobs.get("priors", True))
                             scores_.add(category, [ids[h.id] for h in result.hits], evidence)
                 finally:
+                    for name, value in surrounding.items():
+                        setattr(surroundings_module, name, value)
                     engine_module.fuse, index_module.STOPWORDS = original_fuse, original_stop
                     for attribute, value in originals.items():
                         setattr(recall_module, attribute, value)
@@ -300,10 +345,10 @@ def main() -> int:
           f"(target: +0.050 each)")
     if ablations:
         print("\nablations (in-process, same index and questions):")
-        print(f"{'variant':48} {'R@1':>6} {'R@5':>6} {'R@10':>6}")
+        print(f"{'variant':60} {'R@1':>6} {'R@5':>6} {'R@10':>6}")
         for name, s in ablations.items():
-            print(f"{name:48} {s.mean(1):>6.3f} {s.mean(5):>6.3f} {s.mean(10):>6.3f}")
-        print(f"{'plain BM25 (rank-bm25, no stemming/stopwords)':48} {b.mean(1):>6.3f} {b.mean(5):>6.3f} {b.mean(10):>6.3f}")
+            print(f"{name:60} {s.mean(1):>6.3f} {s.mean(5):>6.3f} {s.mean(10):>6.3f}")
+        print(f"{'plain BM25 (rank-bm25, no stemming/stopwords)':60} {b.mean(1):>6.3f} {b.mean(5):>6.3f} {b.mean(10):>6.3f}")
     return 0
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgemem.errors import Problem
-from forgemem.index import database
+from forgemem.index import database, links
 from forgemem.index.database import from_record, get_meta
 from forgemem.index.refresh import RefreshReport, cached_stats, diff, update
 from forgemem.index.repair import clear_way, remove, say
@@ -259,6 +259,10 @@ class StoreIndex:
     def vectors_for(self, memories: list[Memory]) -> dict[str, bytes]:
         """Stored vectors of these memories' texts, by memory id (missing ones left out)."""
         return stored_vectors(self.db, memories)
+
+    def session(self, session_id: str) -> list[tuple[int, str, str]]:
+        """(rowid, path, created_at) of this store's memories from capture session `session_id`."""
+        return links.session(self.db, session_id)
 
     def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
         """(rowid, BM25 score, higher is better) of the best lexical matches."""

@@ -8,10 +8,11 @@ its few hundred candidates, so the cache also keeps, written in the same transac
                                  the memory that names `target` (a memory id) in `supersedes` or `related`
     memories_id                  index: a memory by its id
     memories_created             index: the newest `created_at`, read without opening a record
+    memories_session             index: the memories of one capture session (recall's session neighbours)
 
-`meta.links` is the generation the links were written for. A cache written by a forgemem that did not
-keep them (an older version sharing the folder) has moved past it, and the links are made again from
-the records (`fill`); until then a reader uses the full snapshot.
+`meta.links` is FORMAT and the generation the links were written for. A cache written by a forgemem that
+did not keep them (an older version sharing the folder, or one without the session index) has moved past
+it, and the links are made again from the records (`fill`); until then a reader uses the full snapshot.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from forgemem.store.model import Memory
 
 SUPERSEDES = "supersedes"
 NEWEST = "json_extract(record, '$.meta.created_at')"  # the same text in the index and the query uses it
+SESSION = "json_extract(record, '$.meta.session_id')"
+#: what `meta.links` starts with; a change makes older caches fill their links (and indexes) again
+FORMAT = "2:"
 
 
 def create(db: sqlite3.Connection) -> None:
@@ -35,18 +39,19 @@ def create(db: sqlite3.Connection) -> None:
         CREATE INDEX IF NOT EXISTS links_target ON links(target, type);
         CREATE INDEX IF NOT EXISTS memories_id ON memories(id);
         CREATE INDEX IF NOT EXISTS memories_created ON memories({NEWEST});
+        CREATE INDEX IF NOT EXISTS memories_session ON memories({SESSION}) WHERE {SESSION} IS NOT NULL;
         """
     )
 
 
 def current(db: sqlite3.Connection) -> bool:
     """Whether the links hold every edge of the records as of the current generation."""
-    return get_meta(db, "links") == (get_meta(db, "generation") or "0")
+    return get_meta(db, "links") == FORMAT + (get_meta(db, "generation") or "0")
 
 
 def mark(db: sqlite3.Connection, generation: int | str) -> None:
     """Record (inside the caller's transaction) that the links are complete for `generation`."""
-    set_meta(db, "links", str(generation))
+    set_meta(db, "links", FORMAT + str(generation))
 
 
 def edges(memory: Memory) -> list[tuple[str, str]]:
@@ -134,6 +139,11 @@ def may_conflict(db: sqlite3.Connection) -> bool:
 def newest(db: sqlite3.Connection) -> str | None:
     """The newest `created_at` of the store (as the records hold it: UTC, ISO 8601)."""
     return db.execute(f"SELECT max({NEWEST}) FROM memories").fetchone()[0]
+
+
+def session(db: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str]]:
+    """(rowid, path, created_at) of the memories written in capture session `session_id`."""
+    return list(db.execute(f"SELECT rowid, path, {NEWEST} FROM memories WHERE {SESSION} = ?", (session_id,)))
 
 
 def count(db: sqlite3.Connection) -> int:

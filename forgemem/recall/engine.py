@@ -18,6 +18,7 @@ from forgemem.index.cache import StoreIndex
 from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
 from forgemem.index.refresh import RefreshReport
 from forgemem.recall.rank import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
+from forgemem.recall.surroundings import adjust, written_order
 from forgemem.store.graph import MemoryGraph
 from forgemem.store.model import Memory
 from forgemem.workspace import Snapshot, Workspace
@@ -186,8 +187,7 @@ class RecallEngine:
         if refresh:
             self.refresh()  # a corrupt cache rebuilds itself inside StoreIndex.refresh
         graph: MemoryGraph = self.snapshot.graph
-        candidates, dense = self.candidates(query)
-        fused = fuse(candidates, dense=dense)
+        fused, dense = self.scored(query)
         feedback: dict[str, tuple[int, int]] = {}
         if use_priors:
             for usage in self.workspace.usage().values():
@@ -201,8 +201,40 @@ class RecallEngine:
             notes.append(f"lexical search only: {self.lexical_only_reason}")
         return RecallResult(query, hits, lexical_only=not dense, notes=notes, below_floor=below)
 
+    def scored(self, query: Query) -> tuple[list[Candidate], bool]:
+        """The candidates with their `combined` score (fused, then their surroundings), best first, and
+        whether the dense leg ran."""
+        candidates, vector = self._candidates(query)
+        dense = vector is not None
+        fused = fuse(candidates, dense=dense)
+        return adjust(fused, query.text, self._session_order, lambda key: self._fetch(key, vector)), dense
+
     def candidates(self, query: Query) -> tuple[list[Candidate], bool]:
         """The memory files either leg finds for `query` (unranked), and whether the dense leg ran."""
+        candidates, vector = self._candidates(query)
+        return candidates, vector is not None
+
+    def _session_order(self, scope: str, session_id: str) -> list[int]:
+        index = self.indexes().get(scope)
+        return [] if index is None else written_order(index.session(session_id))
+
+    def _fetch(self, key: tuple[str, int], vector) -> Candidate | None:
+        """A memory neither leg found (a session neighbour), with its cosine when there are vectors."""
+        memory = self._rows.get(key)
+        if memory is None or memory.id not in self.snapshot.graph.memories:
+            return None
+        candidate = Candidate(memory, key=key)
+        if vector is not None:
+            faiss_index = self.indexes()[key[0]].vector_index()
+            try:
+                stored = faiss_index.reconstruct(key[1]) if faiss_index is not None else None
+            except RuntimeError:
+                stored = None
+            if stored is not None:
+                candidate.dense_score = candidate.combined = float(stored @ vector)
+        return candidate
+
+    def _candidates(self, query: Query):
         snap = self.snapshot
         graph: MemoryGraph = snap.graph
         embedder = self.embedder
@@ -219,14 +251,14 @@ class RecallEngine:
                 if memory is None or memory.id not in graph.memories:
                     continue
                 candidates[(scope, rowid)] = Candidate(
-                    memory, lexical_rank=rank_, lexical_score=score,
+                    memory, lexical_rank=rank_, lexical_score=score, key=(scope, rowid),
                     lexical_share=min(1.0, score / ceiling) if ceiling > 0 else 0.0)
             if vector is not None:
                 faiss_index = index.vector_index()
                 if faiss_index is not None and faiss_index.ntotal:
                     self._dense(scope, faiss_index, vector, limit, candidates, graph)
         _rank_lexical_across_scopes(candidates)
-        return list(candidates.values()), vector is not None
+        return list(candidates.values()), vector
 
     def _dense(self, scope, faiss_index, vector, limit, candidates, graph) -> None:
         import numpy as np
@@ -242,7 +274,7 @@ class RecallEngine:
                 continue
             candidate = candidates.get(key)
             if candidate is None:
-                candidate = candidates[key] = Candidate(memory)
+                candidate = candidates[key] = Candidate(memory, key=key)
             candidate.dense_rank, candidate.dense_score = rank_, float(score)
         # Lexical-only candidates still get their exact cosine, so fusion compares like with like.
         missing = [key for key, c in candidates.items() if key[0] == scope and c.dense_score is None]

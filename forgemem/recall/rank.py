@@ -11,6 +11,11 @@
                                                                             ▼
       combined = cosine + LAMBDA · share (share alone without vectors)
                                                                             ▼
+      surroundings (forgemem/recall/surroundings.py): + a date term when the memory was
+      written in a period the query names; + loans from the top candidates to the memories
+      written just before and after them in the same capture session (fetched when neither
+      leg found them); + a share of the best score of the memory's session
+                                                                            ▼
       superseded versions resolve to their head (the head keeps its best version's
       combined); retracted heads are dropped; priors are added to combined: recency
       (newest memory in the store = +RECENCY_WEIGHT, half-life RECENCY_HALF_LIFE_DAYS),
@@ -86,6 +91,7 @@ class Hit:
     position: int = 0  # 1 + the memories that combine higher
     fused: float = 0.0  # the relevance from the two legs (the score, unless reached over an edge)
     priors: dict[str, float] = field(default_factory=dict)
+    surroundings: dict[str, float] = field(default_factory=dict)  # date / neighbour / session terms
     matched: list[str] = field(default_factory=list)  # versions that matched, when not the head
     via: list[Step] = field(default_factory=list)  # graph path, when reached over edges
     conflicts: list[str] = field(default_factory=list)
@@ -103,6 +109,10 @@ class Hit:
             parts.append(f"lexical #{self.lexical_rank}")
         if self.dense_rank is not None:
             parts.append(f"semantic #{self.dense_rank}")
+        if self.surroundings.get("neighbour"):
+            parts.append("next to a match in its session")
+        if self.surroundings.get("date"):
+            parts.append("written in the period asked about")
         if self.matched:
             parts.append("matched older version " + ", ".join(m[:12] for m in self.matched))
         if self.conflicts:
@@ -141,6 +151,7 @@ class Hit:
                 "position": self.position,
                 "fused": round(self.fused, 6),
                 "priors": {k: round(v, 6) for k, v in self.priors.items()},
+                "surroundings": {k: round(v, 6) for k, v in self.surroundings.items()},
                 "why": self.why(),
             },
         }
@@ -160,7 +171,9 @@ class Candidate:
     lexical_rank: int | None = None
     lexical_score: float | None = None
     lexical_share: float = 0.0  # lexical_score / the store's ceiling for the query (`StoreIndex.lexical_ceiling`)
-    combined: float = 0.0  # cosine + LAMBDA · lexical_share (lexical_share alone without vectors)
+    combined: float = 0.0  # cosine + LAMBDA · lexical_share (lexical_share alone without vectors), + surroundings
+    key: tuple[str, int] | None = None  # (scope, rowid) in the cache
+    surroundings: dict[str, float] = field(default_factory=dict)  # what each term of `surroundings` added
 
 
 @dataclass
@@ -248,7 +261,7 @@ def rank(
         best[target_id] = Hit(
             memory=target, score=relevance, graph=graph, dense_rank=c.dense_rank, dense_score=c.dense_score,
             lexical_rank=c.lexical_rank, lexical_score=c.lexical_score, lexical_share=c.lexical_share,
-            combined=combined, position=position, fused=relevance, priors=nudges,
+            combined=combined, position=position, fused=relevance, priors=nudges, surroundings=c.surroundings,
             matched=matched.get(target_id, []),
         )
     ranked = sorted(best.values(), key=lambda h: (-h.score, h.id))[: query.k]
