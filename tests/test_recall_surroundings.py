@@ -129,10 +129,10 @@ def test_an_older_cache_gets_its_session_index_on_the_next_refresh(store, real_e
     engine = engine_for(folder, real_embedder)
     db = engine.indexes()["repo"].db
     db.execute("DROP INDEX memories_session")
-    db.execute("UPDATE meta SET value = (SELECT value FROM meta WHERE key = 'generation') WHERE key = 'links'")
-    assert not links.current(db)
+    assert not links.indexed(db) and links.current(db)
+    assert engine.recall(Query(QUESTION, k=3, hops=0), refresh=False).hits  # answered without the index
     engine.refresh()
-    assert links.current(db)
+    assert links.indexed(db) and links.current(db)
     plan = " ".join(str(r) for r in db.execute(
         f"EXPLAIN QUERY PLAN SELECT rowid FROM memories WHERE {links.SESSION} = ?", ("trip",)))
     assert "memories_session" in plan

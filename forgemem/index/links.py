@@ -10,9 +10,10 @@ its few hundred candidates, so the cache also keeps, written in the same transac
     memories_created             index: the newest `created_at`, read without opening a record
     memories_session             index: the memories of one capture session (recall's session neighbours)
 
-`meta.links` is FORMAT and the generation the links were written for. A cache written by a forgemem that
-did not keep them (an older version sharing the folder, or one without the session index) has moved past
-it, and the links are made again from the records (`fill`); until then a reader uses the full snapshot.
+`meta.links` is the generation the links were written for. A cache written by a forgemem that did not
+keep them (an older version sharing the folder) has moved past it, and the links are made again from
+the records (`fill`); until then a reader uses the full snapshot. A cache from before the session index
+gets it on the next refresh (`indexed`); an older forgemem sharing the folder leaves it alone.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from forgemem.store.model import Memory
 SUPERSEDES = "supersedes"
 NEWEST = "json_extract(record, '$.meta.created_at')"  # the same text in the index and the query uses it
 SESSION = "json_extract(record, '$.meta.session_id')"
-#: what `meta.links` starts with; a change makes older caches fill their links (and indexes) again
-FORMAT = "2:"
 
 
 def create(db: sqlite3.Connection) -> None:
@@ -46,12 +45,18 @@ def create(db: sqlite3.Connection) -> None:
 
 def current(db: sqlite3.Connection) -> bool:
     """Whether the links hold every edge of the records as of the current generation."""
-    return get_meta(db, "links") == FORMAT + (get_meta(db, "generation") or "0")
+    return get_meta(db, "links") == (get_meta(db, "generation") or "0")
+
+
+def indexed(db: sqlite3.Connection) -> bool:
+    """Whether the cache has every index `create` makes (the newest: memories by capture session)."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_session'").fetchone() \
+        is not None
 
 
 def mark(db: sqlite3.Connection, generation: int | str) -> None:
     """Record (inside the caller's transaction) that the links are complete for `generation`."""
-    set_meta(db, "links", FORMAT + str(generation))
+    set_meta(db, "links", str(generation))
 
 
 def edges(memory: Memory) -> list[tuple[str, str]]:

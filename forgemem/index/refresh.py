@@ -84,11 +84,13 @@ def update(
     scan, cached, changed, deleted = diff(db, store, None if only is None else list(only))
     vector_reason = missing_reason(db, embedder)
     report = RefreshReport(files=len(scan), embedder=embedder.id if embedder else None)
-    if not changed and not deleted and not vector_reason and links.current(db):
+    if not changed and not deleted and not vector_reason and links.current(db) and links.indexed(db):
         return report
     with lock():
         if not links.current(db):  # a cache from before the links were kept, or written by such a forgemem
             links.fill(db)
+        elif not links.indexed(db):  # a cache from before the session index
+            links.create(db)
         # Another process may have applied some of this while we waited for the lock.
         cached = cached_stats(db, None if only is None else sorted(set(changed) | set(deleted)))
         retry = set(readable_again(db, store))
