@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,18 +172,33 @@ def in_process(fresh, idx, rng: random.Random) -> None:
         with_refresh.append(time.perf_counter() - started)
     print(f"in-process     recall p50 {ms(pct(only, .5))} p95 {ms(pct(only, .95))}; "
           f"with the refresh check p50 {ms(pct(with_refresh, .5))} p95 {ms(pct(with_refresh, .95))}")
-    # The same queries, alternating: recall as it ranked before the calibrated relevance, then as it does now
-    # (new words each time, so the lexical ceiling's document-frequency cache does not help).
-    before, now = [], []
+    # The same queries, alternating: recall as it ranked before the calibrated relevance and the surroundings,
+    # then as it does now (new words each time, so the lexical ceiling's document-frequency cache does not help).
+    before, plain, now = [], [], []
     for n, q in enumerate(queries):
         words = f"{q} {rng.choice(bodies)[0]}"
-        for old in ((True, False) if n % 2 else (False, True)):  # each goes first half the time
-            with before_calibration() if old else nullcontext():
+        for variant in ((0, 1, 2) if n % 2 else (2, 1, 0)):  # each goes first half the time
+            with (before_calibration() if variant == 0 else nullcontext(),
+                  no_surroundings() if variant < 2 else nullcontext()):
                 started = time.perf_counter()
                 fresh.recall(Query(words, k=10), refresh=False)
-                (before if old else now).append(time.perf_counter() - started)
-    print(f"  same run     before (min-max fusion) p50 {ms(pct(before, .5))} p95 {ms(pct(before, .95))}; "
-          f"now (calibrated relevance, uncached words) p50 {ms(pct(now, .5))} p95 {ms(pct(now, .95))}")
+                (before, plain, now)[variant].append(time.perf_counter() - started)
+    print(f"  same run     before (min-max fusion, no surroundings) p50 {ms(pct(before, .5))} p95 {ms(pct(before, .95))}; "
+          f"calibrated, no surroundings p50 {ms(pct(plain, .5))} p95 {ms(pct(plain, .95))}; "
+          f"now (uncached words) p50 {ms(pct(now, .5))} p95 {ms(pct(now, .95))}")
+
+
+@contextmanager
+def no_surroundings():
+    """Recall without its surroundings (no date, neighbour or session term: no session is looked up)."""
+    import forgemem.recall.surroundings as module
+
+    saved = module.DATE_WEIGHT, module.NEIGHBOUR_WEIGHTS, module.SESSION_WEIGHT
+    module.DATE_WEIGHT, module.NEIGHBOUR_WEIGHTS, module.SESSION_WEIGHT = 0.0, {}, 0.0
+    try:
+        yield
+    finally:
+        module.DATE_WEIGHT, module.NEIGHBOUR_WEIGHTS, module.SESSION_WEIGHT = saved
 
 
 def end_to_end(folder: Path, user: Path, rng: random.Random, idx, baseline: str | None) -> None:

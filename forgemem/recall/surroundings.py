@@ -57,7 +57,7 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
         assert lender.key is not None
         scope, rowid = lender.key
         session = lender.memory.session_id
-        if not session:
+        if not session or not (NEIGHBOUR_WEIGHTS or SESSION_WEIGHT):
             continue
         session_best[(scope, session)] = max(session_best.get((scope, session), lender.combined), lender.combined)
         if (scope, session) not in orders:
