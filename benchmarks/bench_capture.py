@@ -18,8 +18,9 @@ Three classifiers side by side, in the same run:
 4. Our labelled sessions (tests/fixtures/capture_cases*.yaml, capture_v2_heldout.yaml):
    precision, recall, supersessions, replaced memories still current.
 5. Real transcripts (../shared/eval/transcripts): what v2 writes, per file.
-6. Speed: one offline pass over 5 exchanges with 1,000 memories in the store (p50),
-   and the latency from an appended exchange to a written memory file.
+6. Speed: one offline pass over 5 exchanges with 1,000 memories in the store (p50; each exchange
+   a different rule, so each pass writes 5 memories), and the latency from an appended exchange
+   to a written memory file.
 """
 
 from __future__ import annotations
@@ -357,19 +358,20 @@ def pass_speed(embedder, memories: int = 1000, runs: int = 15) -> None:
                    category="project-conventions")
         capturer = Capturer(ws, RecallEngine(ws, embedder=embedder))
         capturer.engine.refresh()
-        timings = []
+        timings, written = [], []
         for run in range(runs):
             turns = []
-            for k in range(5):
-                turns.append(Turn("s", 2 * k, "user", f"please refactor the {TOPICS[(run + k) % 20]} module "
-                                  f"and from now on always type-hint public functions in {run}-{k}", None, "s", k, k,
-                                  0, 0))
+            for k in range(5):  # five different rules: each pass writes five memories (new, superseding, related)
+                said = PASS_RULES[k].format(x=TOPICS[(run + k) % 20], n=f"{run}-{k}")
+                turns.append(Turn("s", 2 * k, "user", said, None, "s", k, k, 0, 0))
                 turns.append(Turn("s", 2 * k + 1, "assistant", "Done.", None, "s", k, k, 0, 0))
             started = time.perf_counter()
-            capturer.run(Batch(turns, "cadence", "s", "s"))
+            result = capturer.run(Batch(turns, "cadence", "s", "s"))
             timings.append(time.perf_counter() - started)
+            written.append(len(result.written))
     timings.sort()
     print(f"  p50 {1000 * statistics.median(timings):.0f} ms   p95 {1000 * timings[int(0.95 * (len(timings) - 1))]:.0f} ms"
+          f"   memories written a pass: {min(written)}–{max(written)}"
           "   (target p50 ≤ 1 s; includes writing the memories and refreshing the index)")
     print()
 
@@ -385,6 +387,14 @@ RULES = [
     "Never use mocks for the {x} layer.", "Always run the {x} checks before committing.",
     "I prefer {x} over the alternatives.", "In this repo {x} files live in src/{x}.",
     "We decided to use {x} because it keeps deploys simple.",
+]
+#: what the user says in section 6's passes, one rule an exchange
+PASS_RULES = [
+    "from now on always type-hint public functions in the {x} module ({n})",
+    "never commit the generated files of the {x} build ({n})",
+    "we use pytest fixtures, not mocks, for the {x} tests ({n})",
+    "in this repo the {x} settings live in config/{x}.yaml ({n})",
+    "I prefer small commits for {x} changes ({n})",
 ]
 TOPICS = ["database", "payments", "search", "billing", "auth", "cache", "queue", "email", "upload", "report",
           "export", "import", "audit", "metrics", "logging", "config", "scheduler", "webhook", "session", "invoice"]

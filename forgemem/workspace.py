@@ -340,33 +340,33 @@ class Workspace:
         status: str | None = None,
         snapshot: Snapshot | None = None,
         carry: bool = True,
+        reload: Callable[[], Snapshot] | None = None,
     ) -> tuple[Memory, list[str]]:
         """Write a new memory; returns it and the kinds of secret redacted from it.
 
-        With `supersedes`, the new memory is the next version of those
-        memories (version = highest predecessor's + 1); the old files are
-        never touched. Scope and category default to the predecessor's; tags and
-        edges are carried forward (`carry=False`: only the ones given).
+        With `supersedes`, the new memory is the next version of those memories (version = highest
+        predecessor's + 1); the old files are never touched. Scope and category default to the predecessor's;
+        tags and edges are carried forward (`carry=False`: only the ones given).
 
-        It runs under the stores' write lock (`writing`), on a fresh read: of
-        parallel writers that supersede the same memory, one succeeds and the
-        others are refused. The same write retried within ten minutes (same
-        text, scope, category, tags, predecessors, edges) returns the memory
-        already written (its id is added to `reused`) instead of a duplicate.
-        The file is on disk (synced) when this returns.
+        It runs under the stores' write lock (`writing`), on a fresh read (`reload`, default `load`: a caller
+        that keeps a view of the cache up to date, like capture's recall engine, gives its refresh, which reads
+        only what changed): of parallel writers that supersede the same memory, one succeeds and the others are
+        refused. The same write retried within ten minutes (same text, scope, category, tags, predecessors,
+        edges) returns the memory already written (its id is added to `reused`) instead of a duplicate. The
+        file is on disk (synced) when this returns.
         """
         with self.writing():
             return self._add(text, scope, category, tags, supersedes, related, trigger, session_id, confidence,
-                             source, status, snapshot, carry)
+                             source, status, snapshot, carry, reload or self.load)
 
     def _add(self, text, scope, category, tags, supersedes, related, trigger, session_id, confidence, source,
-             status, snapshot, carry) -> tuple[Memory, list[str]]:
+             status, snapshot, carry, reload) -> tuple[Memory, list[str]]:
         from forgemem.store import memfile
         from forgemem.store.writing import carried, compose, recent_twin
 
         supersedes, related = list(supersedes), list(related)
         # the stores are read only when there is something to resolve: a plain add writes one file
-        snap = self.load() if supersedes or related else None
+        snap = reload() if supersedes or related else None
         old = [snap.resolve(ref) for ref in supersedes] if snap is not None else []
         for memory in old:
             given = snapshot.graph.memories.get(memory.id) if snapshot is not None else None

@@ -13,6 +13,7 @@ from forgemem.capture.classify import Batch, Classification, Proposal
 from forgemem.capture.classify.offline import OfflineClassifier
 from forgemem.capture.classify.patterns import match
 from forgemem.capture.transcripts import Turn, read_all
+from forgemem.errors import ForgememError, UsageError
 from forgemem.recall.engine import RecallEngine
 from forgemem.store import memfile
 from forgemem.workspace import Workspace, init_forge_dir
@@ -276,6 +277,83 @@ def test_a_pasted_merge_conflict_is_skipped_not_a_failed_pass(workspace, real_em
     result = capturer.run(batch("ok this merge conflict, resolve it and always use uv", "ok"))
     assert [m.body for m in result.written] == ["Use uv."]
     assert [why for _, why in result.skipped] == ["it holds a git conflict marker line (a pasted merge, not a rule)"]
+
+
+class MeanwhileClassifier(InjectedClassifier):
+    """Proposes; meanwhile (after the pass read the stores, before it writes) another writer changes them."""
+
+    def __init__(self, proposals, meanwhile):
+        super().__init__(proposals)
+        self.meanwhile = meanwhile
+
+    def classify(self, batch, neighbours):
+        self.meanwhile()
+        return super().classify(batch, neighbours)
+
+
+def other_writer(workspace: Workspace) -> Workspace:
+    stores = workspace.stores
+    return Workspace.open(cwd=stores["repo"].forge_dir.parent, repo_dir=stores["repo"].memory_dir,
+                          user_dir=stores["user"].memory_dir)
+
+
+def test_a_pass_writes_on_a_fresh_read_not_on_what_it_read_when_it_started(workspace, real_embedder):
+    old, _ = workspace.add("Deploys run on Fridays.", scope="repo", category="project-conventions")
+    winner: list = []
+    proposals = [Proposal("Deploys run on Tuesdays.", "project-conventions", "repo", relation="supersedes",
+                          target=old.id)]
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder), classifier=MeanwhileClassifier(
+        proposals, lambda: winner.append(other_writer(workspace).add("Deploys run on Mondays.", supersedes=[old.id]))))
+    with pytest.raises(UsageError, match="already superseded by"):
+        capturer.run(batch("deploys are on tuesdays now", "ok"))
+    assert winner and not any("Tuesdays" in p.read_text() for p in files(workspace))  # no fork of the chain
+
+
+def test_a_pass_refuses_to_supersede_a_memory_changed_since_it_read_it(workspace, real_embedder):
+    old, _ = workspace.add("Deploys run on Fridays.", scope="repo", category="project-conventions")
+
+    def edit():
+        other = other_writer(workspace)
+        memory = other.load().get(old.id)
+        memory.body = "Deploys run on Thursdays after the freeze."
+        other.replace(memory)
+
+    proposals = [Proposal("Deploys run on Tuesdays.", "project-conventions", "repo", relation="supersedes",
+                          target=old.id)]
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder),
+                        classifier=MeanwhileClassifier(proposals, edit))
+    with pytest.raises(ForgememError, match="changed by another process since it was read"):
+        capturer.run(batch("deploys are on tuesdays now", "ok"))
+    assert [memfile.read_file(p).body for p in files(workspace)] == ["Deploys run on Thursdays after the freeze."]
+
+
+def test_remembered_vectors_are_the_models_own_and_each_text_is_encoded_once(real_embedder):
+    import numpy as np
+
+    from forgemem.index.embedding import RememberingEmbedder
+
+    asked: list[str] = []
+
+    class Counting:
+        id, dim = real_embedder.id, real_embedder.dim
+
+        def encode(self, texts, batch_size=32):
+            asked.extend(texts)
+            return real_embedder.encode(texts, batch_size)
+
+    texts = ["Use ruff.", "Deploys run on Fridays after the freeze, never on Mondays.", "ok", "Use ruff."]
+    memo = RememberingEmbedder(Counting(), limit=3)
+    first = memo.encode(texts)
+    assert asked == texts[:3]  # each distinct text once
+    for i, text in enumerate(texts):  # alone or in a batch: the model's own vector, to the bit
+        assert np.array_equal(first[i], real_embedder.encode([text])[0])
+    again = memo.encode(texts[1:3])
+    again[:] = 0  # a caller's changes never reach what is kept
+    assert asked == texts[:3] and np.array_equal(memo.encode(["ok"])[0], first[2])
+    memo.encode(["new one"])  # over the limit: the text used longest ago is forgotten
+    memo.encode(["Use ruff."])
+    assert asked == [*texts[:3], "new one", "Use ruff."]
+    assert memo.encode([]).shape == (0, real_embedder.dim)
 
 
 # ------------------------------------------------------------------ the real transcripts

@@ -78,6 +78,7 @@ class Capturer:
         self.classifier = classifier or make_classifier(workspace)
         self._vectors: dict[str, object] = {}
         self._versions: tuple | None = None  # (snapshot, words of every version's text and quote -> id)
+        self.engine.remember_vectors()  # a pass asks for each sentence's vector several times
         for offline in (self.classifier, getattr(self.classifier, "fallback", None)):
             if isinstance(offline, OfflineClassifier) and offline.embedder() is None:
                 offline.use_embedder(lambda: self.engine.embedder)  # the engine's model, loaded once
@@ -282,7 +283,13 @@ class Capturer:
             source=source,
             status=PROPOSED if self.workspace.config.capture_review else None,
             snapshot=self.engine.snapshot,
+            reload=self._fresh,
         )
+
+    def _fresh(self):
+        """Both stores read afresh (under the write lock): the engine refreshed, reading only what changed."""
+        self.engine.refresh()
+        return self.engine.snapshot
 
     def _refresh_after(self, memory: Memory) -> None:
         store = self.workspace.stores[memory.scope]

@@ -25,10 +25,13 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forgemem.config import embeddings_disabled, model_cache_override, user_cache_dir
 from forgemem.index.modelcache import MODEL_FILE, RECORD_FILE, digest, problem, stat_key
+
+if TYPE_CHECKING:  # numpy is imported where it is used
+    import numpy as np
 
 # Nothing is ever fetched from a model hub, whatever imports us.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -222,6 +225,46 @@ class SentenceTransformerEmbedder:
             list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+class RememberingEmbedder:
+    """An embedder that encodes each text once: the vectors of the `limit` texts used last are kept and
+    given again without running the model.
+
+    A capture pass asks for one sentence's vector several times (its neighbours' recall, the comparison with
+    what the pass wrote already, the index entry of the memory written from it). A text's vector does not
+    depend on the texts encoded beside it (each row of a batch attends only to its own tokens, and padding
+    is masked), so what this gives is what the wrapped embedder gives (to the bit with ONNX Runtime:
+    tests/test_capture.py).
+    """
+
+    def __init__(self, inner: Embedder, limit: int = 2048):
+        from collections import OrderedDict
+
+        self.inner = inner
+        self.id = inner.id
+        self.dim = inner.dim
+        self.limit = limit
+        self._kept: OrderedDict[str, Any] = OrderedDict()  # text -> its vector
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        import numpy as np
+
+        texts = list(texts)
+        distinct = dict.fromkeys(texts)
+        if not texts or len(distinct) > self.limit:  # nothing asked, or an index being built: nothing to keep
+            return self.inner.encode(texts, batch_size=batch_size)
+        kept = self._kept
+        missing = [t for t in distinct if t not in kept]
+        if missing:
+            for text, vector in zip(missing, self.inner.encode(missing, batch_size=batch_size), strict=True):
+                kept[text] = np.array(vector, dtype=np.float32)
+        vectors = np.stack([kept[t] for t in texts])  # a new array: a caller may change it freely
+        for text in texts:
+            kept.move_to_end(text)
+        while len(kept) > self.limit:
+            kept.popitem(last=False)
+        return vectors
 
 
 def export_onnx(model_dir: Path, target: Path) -> dict:

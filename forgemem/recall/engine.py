@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgemem.index.cache import StoreIndex
-from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
+from forgemem.index.embedding import EmbeddingUnavailable, RememberingEmbedder, load_embedder
 from forgemem.index.refresh import RefreshReport
 from forgemem.recall.rank import CANDIDATES, FILTERED_CANDIDATES, Candidate, Hit, Query, fuse, rank
 from forgemem.recall.surroundings import adjust, written_order
@@ -56,6 +56,7 @@ class RecallEngine:
         self.notice = on_notice or (lambda message: None)
         self._embedder = embedder if use_embeddings else None
         self._embedder_error: str | None = None
+        self._remember = 0  # with `remember_vectors`: how many texts' vectors are kept
         self._snapshot: Snapshot | None = None
         self._generations: dict[str, int] = {}
         self._rows: MutableMapping[tuple[str, int], Memory] = {}
@@ -73,7 +74,14 @@ class RecallEngine:
                 self._embedder = load_embedder(self.workspace.config.embedding_model, on_export=self.notice)
             except EmbeddingUnavailable as exc:
                 self._embedder_error = str(exc)
+        if self._remember and self._embedder is not None and not isinstance(self._embedder, RememberingEmbedder):
+            self._embedder = RememberingEmbedder(self._embedder, self._remember)
         return self._embedder
+
+    def remember_vectors(self, limit: int = 2048) -> None:
+        """From now on encode each text once (the `limit` texts used last are kept): for a caller that asks
+        for the same text's vector several times (a capture pass: neighbours, repeats, the index entry)."""
+        self._remember = limit
 
     @property
     def lexical_only_reason(self) -> str | None:
