@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from forgemem import __version__
+from forgemem.cli.output import emit_json, err, out, warn  # noqa: F401 - the commands import them from here
+from forgemem.cli.output import style_scope as _style_scope  # noqa: F401
 from forgemem.errors import UsageError
 from forgemem.workspace import Workspace
 
@@ -27,12 +26,6 @@ app = typer.Typer(
     suggest_commands=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-out = Console(highlight=False, soft_wrap=True)
-
-
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON for scripts instead of a table.")
@@ -103,14 +96,6 @@ def main_options(
     state._workspace = None
 
 
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def warn(message: str) -> None:
-    err.print(f"forgemem: {escape(message)}")
-
-
 def show_problem(problem) -> str:
     """A problem with its path relative to the current folder where that is shorter."""
     text = str(problem)
@@ -122,10 +107,6 @@ def show_problem(problem) -> str:
         if not relative.startswith(".."):
             text = relative + text[len(str(problem.path)):]
     return escape(text)
-
-
-def _style_scope(scope: str) -> str:
-    return "[cyan]repo[/]" if scope == "repo" else "[magenta]user[/]"
 
 
 def _repo_root() -> Path:

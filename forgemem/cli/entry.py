@@ -2,8 +2,9 @@
 
 `forgemem hook claude-code` runs on every prompt an agent sends, and git runs
 `forgemem diff-driver` / `merge-driver` once per memory file of a diff or a merge,
-so they skip the CLI framework (typer and rich cost about 60 ms to import);
-everything else goes to `forgemem.cli`, loading only the module of the command it runs (`dispatch`).
+so they skip the CLI framework (typer and rich cost about 60 ms to import), and so does a plain
+`forgemem recall QUERY` that a running recall server answers (`quick`); everything else goes to
+`forgemem.cli`, loading only the module of the command it runs (`dispatch`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ def run() -> None:
         from forgemem.git import drivers
 
         sys.exit(drivers.main_textconv(args[1]) if args[0] == "diff-driver" else drivers.main_merge(*args[1:]))
+    if "recall" in args[:7]:  # a warm recall: a running server answers, no CLI framework to load
+        from forgemem.cli.quick import recall
+
+        answered = recall(args)
+        if answered is not None:
+            sys.exit(answered)
     from forgemem.cli.dispatch import main, module_for
 
     module = module_for(args)

@@ -10,60 +10,11 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _style_scope, app, emit_json, err, out, state, warn
+from forgemem.cli.app import JSON_OPTION, _engine, _refresh, app, emit_json, err, out, state, warn
+from forgemem.cli.recall_output import recall_request, show_answer, unreadable_note
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
-from forgemem.store.model import CATEGORIES, PROPOSED, one_line, short
+from forgemem.store.model import CATEGORIES, one_line, short
 from forgemem.views import conflicts_json
-
-
-def _print_hits(hits: list[dict], explain: bool, floor: float, below: int, show_all: bool) -> None:
-    if not hits:
-        out.print("no matching memories" if not below else
-                  f"nothing relevant: no memory scores {floor:.2f} or more for this (--all to see the closest)")
-        return
-    for n, hit in enumerate(hits, start=1):
-        flags = ""
-        if hit["superseded_by"]:
-            flags += f" [yellow](superseded by {', '.join(short(x) for x in hit['superseded_by'])})[/]"
-        if hit["conflicts"]:
-            flags += " [red]CONFLICT[/]"
-        if hit.get("status") == PROPOSED:
-            flags += " [magenta](proposed: not reviewed yet)[/]"
-        out.print(
-            f"[bold]{n:>2}. {short(hit['id'])}[/]  {_style_scope(hit['scope'])}  {hit['category']}  "
-            f"v{hit['version']}  [dim]score {hit['score']:.3f}[/]{flags}"
-        )
-        for line in hit["content"].splitlines() or [""]:
-            out.print(f"    {escape(line)}")
-        if hit["via"] and not explain:
-            out.print(f"    [dim]via {escape(_describe_via(hit['via']))}[/]")
-        if hit["conflicts"]:
-            out.print(f"    [red]contradicted by {', '.join(hit['conflicts'])}: resolve it with a new version[/]")
-        if explain:
-            e = hit["explain"]
-            lexical = (f"bm25 {e['lexical_score']:.2f}, {e['lexical_share']:.0%} of the query"
-                       if e["lexical_score"] is not None else "no word match")
-            dense = f"cosine {e['dense_score']:.3f}" if e["dense_score"] is not None else "no vector"
-            parts = [
-                f"lexical rank {e['lexical_rank'] or '-'} ({lexical})",
-                f"dense rank {e['dense_rank'] or '-'} ({dense})",
-            ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()] + [
-                f"combined {e['combined']:.3f}, place {e['position'] or '-'}: relevance {e['fused']:.3f}",
-            ]
-            out.print(f"    [dim]why: {escape(e['why'])}[/]")
-            out.print(f"    [dim]{escape(' · '.join(parts))}[/]")
-            out.print(f"    [dim]{escape(hit['path'] or '')}[/]")
-    shown = sum(1 for h in hits if h["score"] >= floor)
-    if show_all:
-        out.print(f"[dim]{shown} relevant (score {floor:.2f} or more), {len(hits) - shown} under it[/]")
-    elif below:
-        out.print(f"{shown} relevant; nothing else above {floor:.2f} (--all to see the rest)")
-
-
-def _describe_via(via: list[dict]) -> str:
-    from forgemem.store.graph import Step
-
-    return ", ".join(Step(s["from"], s["relationship"], s["to"], s["reverse"]).describe() for s in via)
 
 
 def _read_queries(source: str) -> list[dict]:
@@ -113,29 +64,14 @@ def recall(
         require_choice("category", category, CATEGORIES)
     if (query is None) == (queries is None):
         raise UsageError("give either a QUERY or --queries FILE")
-    config = state.workspace().config
-    base = dict(
-        k=k or config.retrieval_top_k,
-        scope=None if scope == "all" else scope,
-        category=category,
-        tags=list(tag),
-        hops=config.retrieval_hop_depth if hops is None else hops,
-        history=history,
-    )
     from forgemem.recall import client
 
     batch = _read_queries(queries) if queries is not None else None
     items = batch if batch is not None else [{"id": None, "query": query}]
     ws = state.workspace()
-    floor = config.recall_floor
-    applied = 0.0 if show_all or batch is not None else floor
-    request = {
-        "op": "recall",
-        "stores": client.store_dirs(ws),
-        "use_embeddings": not lexical_only,
-        "queries": [{**base, "text": item["query"], "k": item.get("k", base["k"]), "floor": applied}
-                    for item in items],
-    }
+    floor = ws.config.recall_floor
+    request = recall_request(ws, items, k=k, scope=scope, category=category, tags=tag, hops=hops, history=history,
+                             floor=0.0 if show_all or batch is not None else floor, lexical_only=lexical_only)
     if deep:
         _ask_for_candidates(request, deep_candidates)
     # A running server answers in milliseconds; otherwise do the work here (with a
@@ -144,26 +80,17 @@ def recall(
     if not answer["ok"]:
         raise ForgememError(answer["error"])
     deeper = _rerank(answer, request, len(items), deep_candidates, say=batch is None) if deep else None
-    _add_unreadable_note(ws, answer)
+    if batch is None:
+        show_answer(ws, query or "", answer, explain=explain, show_all=show_all, as_json=as_json, deeper=deeper)
+        return
+    unreadable_note(ws, answer)
     for note in answer["notes"]:
         if note not in ws.warnings:  # those were said when the workspace opened
             warn(note)
-    if batch is not None:
-        for item, hits in zip(batch, answer["results"], strict=True):
-            line = {"id": item.get("id"), "floor": floor, "results": hits,
-                    **({"deep": deeper.pop(0)} if deeper else {})}
-            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
-        return
-    hits = answer["results"][0]
-    below = sum(1 for h in hits if h["score"] < floor) if show_all else answer["below_floor"][0]
-    if as_json:
-        emit_json({
-            "query": query, "lexical_only": answer["lexical_only"], "notes": answer["notes"],
-            "served_by": answer.get("served_by"), "floor": floor, "below_floor": below, "results": hits,
-            **({"deep": deeper[0]} if deeper else {}),
-        })
-        return
-    _print_hits(hits, explain, floor, below, show_all)
+    for item, hits in zip(batch, answer["results"], strict=True):
+        line = {"id": item.get("id"), "floor": floor, "results": hits,
+                **({"deep": deeper.pop(0)} if deeper else {})}
+        sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 def _ask_for_candidates(request: dict, candidates: int) -> None:
@@ -196,16 +123,6 @@ def _rerank(answer: dict, request: dict, count: int, candidates: int, say: bool)
         done.append(result.to_dict())
     del answer["results"][count:]
     return done
-
-
-def _add_unreadable_note(workspace, answer: dict) -> str | None:
-    """A note (for stderr, and `notes` in JSON) when memory files could not be read: recall left them out."""
-    from forgemem.index.problems import count, summary
-
-    line = summary(count(workspace.stores.values()))
-    if line and line not in answer["notes"]:
-        answer["notes"].append(line)
-    return line
 
 
 @app.command()
@@ -410,7 +327,7 @@ def context(
     answer = client.answer(request, prepare=_refresh, on_notice=warn)
     if not answer["ok"]:
         raise ForgememError(answer["error"])
-    line = _add_unreadable_note(state.workspace(), answer)
+    line = unreadable_note(state.workspace(), answer)
     if as_json:
         emit_json({key: answer[key] for key in ("context", "tokens", "ids", "left_out", "floor", "lexical_only", "notes")})
         return
