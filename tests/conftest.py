@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,6 +134,23 @@ def make_memory(body: str = "Use ruff for linting.", **fields) -> Memory:
     if isinstance(values.get("supersedes"), str):
         values["supersedes"] = (values["supersedes"],)
     return Memory(**values)
+
+
+@contextmanager
+def recall_server(socket: Path) -> Iterator[subprocess.Popen]:
+    """A real `forgemem serve` listening on `socket` (FORGEMEM_SERVER_SOCKET must name it), stopped after."""
+    server = subprocess.Popen([sys.executable, "-m", "forgemem", "serve", "--idle-timeout", "120"],
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 60
+        while not socket.exists():
+            assert time.monotonic() < deadline and server.poll() is None
+            time.sleep(0.05)
+        yield server
+    finally:
+        subprocess.run([sys.executable, "-m", "forgemem", "serve", "--stop"], env=dict(os.environ),
+                       capture_output=True)
+        server.wait(timeout=30)
 
 
 def write_memory(folder: Path, memory: Memory) -> Path:

@@ -11,12 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from forgemem.cli.quick import parse
+from tests.conftest import recall_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_memories"
@@ -35,18 +35,8 @@ def served(tmp_path, monkeypatch):
     monkeypatch.setenv("FORGEMEM_SERVER", "on")
     monkeypatch.setenv("FORGEMEM_SERVER_SOCKET", str(socket))
     monkeypatch.chdir(tmp_path)
-    server = subprocess.Popen([sys.executable, "-m", "forgemem", "serve", "--idle-timeout", "120"],
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        deadline = time.monotonic() + 60
-        while not socket.exists():
-            assert time.monotonic() < deadline and server.poll() is None
-            time.sleep(0.05)
+    with recall_server(socket):
         yield args
-    finally:
-        subprocess.run([sys.executable, "-m", "forgemem", "serve", "--stop"], env=dict(os.environ),
-                       capture_output=True)
-        server.wait(timeout=30)
 
 
 def forgemem(*args: str) -> tuple[int, str, str, bool]:

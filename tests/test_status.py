@@ -4,9 +4,6 @@ Real stores, real caches and observer databases, a real recall server process an
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,8 +12,7 @@ import pytest
 from forgemem.capture.observer import ObserverState, state_path
 from forgemem.store.model import PROPOSED
 from forgemem.workspace import Workspace, init_forge_dir
-
-from .conftest import ROOT
+from tests.conftest import recall_server
 
 
 def status(cli) -> dict:
@@ -104,20 +100,10 @@ def test_a_running_server_is_shown_with_its_pid(cli, here, tmp_path, monkeypatch
     socket = tmp_path / "sock" / "s.sock"
     monkeypatch.setenv("FORGEMEM_SERVER", "on")
     monkeypatch.setenv("FORGEMEM_SERVER_SOCKET", str(socket))
-    server = subprocess.Popen([sys.executable, "-m", "forgemem", "serve", "--idle-timeout", "60"],
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        deadline = time.monotonic() + 60
-        while not socket.exists():
-            assert time.monotonic() < deadline and server.poll() is None
-            time.sleep(0.05)
+    with recall_server(socket) as server:
         report = status(cli)
         assert report["server"]["running"] is True and report["server"]["pid"] == server.pid
         assert f"running (pid {server.pid})" in cli("status").out
-    finally:
-        subprocess.run([sys.executable, "-m", "forgemem", "serve", "--stop"], env=dict(os.environ),
-                       capture_output=True)
-        server.wait(timeout=30)
 
 
 def test_installs_per_agent(cli, here, isolated_home):
