@@ -187,3 +187,18 @@ def test_periods_a_query_names(text, inside, outside):
                                   "the may release", "june"])
 def test_words_that_are_not_periods(text):
     assert periods(text, [2025], now=NOW) == []
+
+
+def test_a_memory_written_into_a_session_later_becomes_a_neighbour_after_the_refresh(store, real_embedder):
+    folder, (asked, answer, _after) = store
+    engine = engine_for(folder, real_embedder)
+    first = engine.recall(Query(QUESTION, k=10, hops=0), refresh=False)  # remembers the session's order
+    assert next(h for h in first.hits if h.id == answer).surroundings.get("neighbour")
+    when = START + timedelta(seconds=30)  # between the question and the answer
+    late = make_memory("Seats 41 and 42, coach 7.", category="user-facts", created_at=when, updated_at=when,
+                       session_id="trip")
+    write_memory(folder, late)
+    engine.refresh()
+    again = engine.recall(Query(QUESTION, k=10, hops=0), refresh=False)
+    by_id = {h.id: h for h in again.hits}
+    assert by_id[late.id].surroundings["neighbour"] > by_id[answer].surroundings["neighbour"]  # now 1 away, answer 2

@@ -59,6 +59,7 @@ class RecallEngine:
         self._remember = 0  # with `remember_vectors`: how many texts' vectors are kept
         self._snapshot: Snapshot | None = None
         self._generations: dict[str, int] = {}
+        self._session_orders: dict[tuple[str, str, int | None], list[int]] = {}
         self._rows: MutableMapping[tuple[str, int], Memory] = {}
         self._problems: dict[str, list] = {}
         self._watcher: StoreWatcher | None = None
@@ -223,8 +224,16 @@ class RecallEngine:
         return candidates, vector is not None
 
     def _session_order(self, scope: str, session_id: str) -> list[int]:
-        index = self.indexes().get(scope)
-        return [] if index is None else written_order(index.session(session_id))
+        """A session's rows in the order they were written (remembered until the store changes)."""
+        key = (scope, session_id, self._generations.get(scope))
+        order = self._session_orders.get(key)
+        if order is None:
+            index = self.indexes().get(scope)
+            order = [] if index is None else written_order(index.session(session_id))
+            if len(self._session_orders) >= 4096:
+                self._session_orders.clear()
+            self._session_orders[key] = order
+        return order
 
     def _fetch(self, key: tuple[str, int], vector) -> Candidate | None:
         """A memory neither leg found (a session neighbour), with its cosine when there are vectors."""

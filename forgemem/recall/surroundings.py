@@ -89,6 +89,8 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
 def written_order(rows: list[tuple[int, str, str]]) -> list[int]:
     """Rowids of (rowid, path, created_at) rows in the order they were written: by time, then by file
     name with its digits read as numbers (`turn-2` before `turn-10`)."""
+    if len({created for _rowid, _path, created in rows}) == len(rows):  # no two written in the same second
+        return [rowid for rowid, _path, _created in sorted(rows, key=lambda r: r[2] or "")]
     return [rowid for rowid, _path, _created in sorted(rows, key=lambda r: (r[2] or "", _natural(r[1])))]
 
 
