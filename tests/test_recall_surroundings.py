@@ -6,6 +6,7 @@ compared with the full snapshot.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -202,3 +203,27 @@ def test_a_memory_written_into_a_session_later_becomes_a_neighbour_after_the_ref
     again = engine.recall(Query(QUESTION, k=10, hops=0), refresh=False)
     by_id = {h.id: h for h in again.hits}
     assert by_id[late.id].surroundings["neighbour"] > by_id[answer].surroundings["neighbour"]  # now 1 away, answer 2
+
+
+def test_explain_shows_what_the_surroundings_added(store, real_embedder, cli):
+    folder, (_asked, answer, _after) = store
+    engine_for(folder, real_embedder)  # the cache, built once
+    shown = cli("--repo-dir", str(folder), "--user-dir", str(folder.parent / "user"), "recall", "--explain", "--all",
+                QUESTION)
+    hits = re.split(r"^\s*\d+\. ", shown.out, flags=re.MULTILINE)  # one block per hit
+    block = next(b for b in hits if b.startswith(answer[4:12]))
+    assert "next to a match in its session" in block and "neighbour +" in block and "session +" in block
+
+
+def test_versions_of_one_memory_lend_nothing_to_each_other(tmp_path, real_embedder):
+    folder = tmp_path / "repo" / ".forge" / "memory"
+    old = make_memory("Use poetry to manage dependencies.", created_at=START, updated_at=START, session_id="deps")
+    later = START + timedelta(minutes=1)
+    new = make_memory("Use uv to manage dependencies, not poetry.", created_at=later, updated_at=later,
+                      session_id="deps", supersedes=old.id, version=2)
+    for memory in (old, new):
+        write_memory(folder, memory)
+    engine = engine_for(folder, real_embedder)
+    scored, _dense = engine.scored(Query("which tool manages our dependencies?", k=5, hops=0))
+    assert {c.memory.id for c in scored} == {old.id, new.id}
+    assert all("neighbour" not in c.surroundings for c in scored)

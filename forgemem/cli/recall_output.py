@@ -84,7 +84,7 @@ def print_hits(hits: list[dict], explain: bool, floor: float, below: int, show_a
             parts = [
                 f"lexical rank {e['lexical_rank'] or '-'} ({lexical})",
                 f"dense rank {e['dense_rank'] or '-'} ({dense})",
-            ] + [f"{k} {v:+.3f}" for k, v in e["priors"].items()] + [
+            ] + [f"{k} {v:+.3f}" for k, v in {**e.get("surroundings", {}), **e["priors"]}.items()] + [
                 f"combined {e['combined']:.3f}, place {e['position'] or '-'}: relevance {e['fused']:.3f}",
             ]
             out.print(f"    [dim]why: {escape(e['why'])}[/]")

@@ -216,7 +216,13 @@ class RecallEngine:
         candidates, vector = self._candidates(query)
         dense = vector is not None
         fused = fuse(candidates, dense=dense)
-        return adjust(fused, query.text, self._session_order, lambda key: self._fetch(key, vector)), dense
+        graph = self.snapshot.graph
+
+        def same_memory(a: str, b: str) -> bool:
+            return bool(set(graph.head_of(a)) & set(graph.head_of(b)))
+
+        return adjust(fused, query.text, self._session_order, lambda key: self._fetch(key, vector),
+                      same_memory=same_memory), dense
 
     def candidates(self, query: Query) -> tuple[list[Candidate], bool]:
         """The memory files either leg finds for `query` (unranked), and whether the dense leg ran."""

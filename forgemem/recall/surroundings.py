@@ -37,11 +37,15 @@ Key = tuple[str, int]  # (scope, rowid)
 SessionOrder = Callable[[str, str], list[int]]
 #: a memory neither leg found, as a candidate (None when it cannot be read)
 Fetch = Callable[[Key], Candidate | None]
+SameMemory = Callable[[str, str], bool]
 
 
 def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, fetch: Fetch,
-           now: datetime | None = None) -> list[Candidate]:
-    """The candidates (fetched neighbours added) with the three terms in `combined`, best first."""
+           now: datetime | None = None, same_memory: SameMemory = lambda a, b: False) -> list[Candidate]:
+    """The candidates (fetched neighbours added) with the three terms in `combined`, best first.
+
+    `same_memory(a, b)`: whether two ids are versions of one memory; a version lends nothing to another
+    (recall already gives a memory the best score of its versions)."""
     by_key = {c.key: c for c in candidates if c.key is not None}
     spans = periods(text, {c.memory.created_at.year for c in candidates}, now)
     if spans:
@@ -50,7 +54,7 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
                 c.combined += DATE_WEIGHT
                 c.surroundings["date"] = DATE_WEIGHT
     top = sorted(by_key.values(), key=lambda c: (-c.combined, c.memory.id))[:TOP]
-    loans: dict[Key, float] = {}
+    offers: dict[Key, list[tuple[float, str]]] = {}  # what each neighbour is lent, and by whom
     session_best: dict[tuple[str, str], float] = {}
     orders: dict[tuple[str, str], list[int]] = {}
     for lender in top:
@@ -70,13 +74,14 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
         for distance, weight in NEIGHBOUR_WEIGHTS.items():
             for other in (place - distance, place + distance):
                 if 0 <= other < len(order):
-                    key = (scope, order[other])
-                    loans[key] = max(loans.get(key, 0.0), weight * lender.combined)
-    for key in loans:
+                    offers.setdefault((scope, order[other]), []).append((weight * lender.combined, lender.memory.id))
+    for key in offers:
         if key not in by_key:
             fetched = fetch(key)
             if fetched is not None and fetched.memory.session_id:
                 by_key[key] = fetched
+    loans = {key: max((value for value, lender in lent if not same_memory(lender, by_key[key].memory.id)), default=0.0)
+             for key, lent in offers.items() if key in by_key}
     for key, c in by_key.items():
         best = session_best.get((key[0], c.memory.session_id or ""), c.combined)
         if loans.get(key):
