@@ -227,3 +227,13 @@ def test_versions_of_one_memory_lend_nothing_to_each_other(tmp_path, real_embedd
     scored, _dense = engine.scored(Query("which tool manages our dependencies?", k=5, hops=0))
     assert {c.memory.id for c in scored} == {old.id, new.id}
     assert all("neighbour" not in c.surroundings for c in scored)
+
+
+def test_a_match_worse_than_none_lends_nothing():
+    from forgemem.recall.rank import Candidate
+
+    memories = [make_memory(text, created_at=START + timedelta(minutes=n), updated_at=START + timedelta(minutes=n),
+                            session_id="s") for n, text in enumerate(["one", "two"])]
+    candidates = [Candidate(m, dense_score=-0.2, combined=-0.2, key=("repo", n)) for n, m in enumerate(memories)]
+    scored = surroundings.adjust(candidates, "anything", lambda scope, session: [0, 1], lambda key: None)
+    assert all("neighbour" not in c.surroundings for c in scored)

@@ -64,6 +64,8 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
         if not session or not (NEIGHBOUR_WEIGHTS or SESSION_WEIGHT):
             continue
         session_best[(scope, session)] = max(session_best.get((scope, session), lender.combined), lender.combined)
+        if lender.combined <= 0:
+            continue  # a match worse than none lends nothing
         if (scope, session) not in orders:
             orders[(scope, session)] = session_order(scope, session)
         order = orders[(scope, session)]
