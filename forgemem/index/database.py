@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +13,10 @@ from forgemem.store.memfile import front_matter
 from forgemem.store.model import Memory, format_timestamp
 
 SCHEMA_VERSION = "3"
+#: how `lexical_text` reads a memory; a cache whose `meta.fts` differs has its FTS rows made again
+FTS_FORMAT = "2"
+_CAMEL = re.compile(r"\b[A-Za-z0-9]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z])[A-Za-z0-9]*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 def embed_text(memory: Memory) -> str:
@@ -19,6 +24,35 @@ def embed_text(memory: Memory) -> str:
     if memory.tags:
         return f"{memory.body}\nTags: {', '.join(memory.tags)}"
     return memory.body
+
+
+def lexical_text(memory: Memory) -> str:
+    """The text of a memory's lexical (FTS5) row: `embed_text`, then the words inside its camelCase names
+    (`GitTemporaryDirectory` -> Git Temporary Directory), so "temporary directory" finds it; the name
+    itself stays, whole. snake_case and kebab-case need nothing: FTS5 splits them already."""
+    text = embed_text(memory)
+    parts = [" ".join(_CAMEL_PART.findall(name)) for name in dict.fromkeys(_CAMEL.findall(text))]
+    return f"{text}\n{' '.join(parts)}" if parts else text
+
+
+def refill_fts(db: sqlite3.Connection) -> None:
+    """Make every FTS row again from the records (a cache written with another FTS_FORMAT); takes its own
+    transaction. Vectors are not touched."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("DELETE FROM fts")
+        rows = [(rowid, lexical_text(from_record(record, Path(path))))
+                for rowid, path, record in db.execute("SELECT rowid, path, record FROM memories")]
+        db.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", rows)
+        set_meta(db, "fts", FTS_FORMAT)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def fts_current(db: sqlite3.Connection) -> bool:
+    return get_meta(db, "fts") == FTS_FORMAT
 
 
 # ----------------------------------------------------------------- records
@@ -106,6 +140,7 @@ def create(db: sqlite3.Connection, memory_dir: Path) -> None:
         set_meta(db, "memory_dir", str(memory_dir))
         set_meta(db, "generation", "0")
         set_meta(db, "vectors_epoch", "0")
+        set_meta(db, "fts", FTS_FORMAT)
         links.mark(db, 0)
         db.execute("COMMIT")
 

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 from forgemem.errors import Problem
 from forgemem.index import links
-from forgemem.index.database import embed_text, get_meta, select_in, set_meta, to_record
+from forgemem.index.database import (
+    embed_text,
+    fts_current,
+    get_meta,
+    lexical_text,
+    refill_fts,
+    select_in,
+    set_meta,
+    to_record,
+)
 from forgemem.index.vectors import ProgressFn, embed_missing, missing_reason
 from forgemem.store.folder import UNREADABLE, Store
 from forgemem.store.model import Memory
@@ -84,13 +93,16 @@ def update(
     scan, cached, changed, deleted = diff(db, store, None if only is None else list(only))
     vector_reason = missing_reason(db, embedder)
     report = RefreshReport(files=len(scan), embedder=embedder.id if embedder else None)
-    if not changed and not deleted and not vector_reason and links.current(db) and links.indexed(db):
+    if not changed and not deleted and not vector_reason and links.current(db) and links.indexed(db) \
+            and fts_current(db):
         return report
     with lock():
         if not links.current(db):  # a cache from before the links were kept, or written by such a forgemem
             links.fill(db)
         elif not links.indexed(db):  # a cache from before the session index
             links.create(db)
+        if not fts_current(db):  # lexical rows written another way (before camelCase names were split)
+            refill_fts(db)
         # Another process may have applied some of this while we waited for the lock.
         cached = cached_stats(db, None if only is None else sorted(set(changed) | set(deleted)))
         retry = set(readable_again(db, store))
@@ -179,6 +191,7 @@ def _delete_memory(db: sqlite3.Connection, rel: str, gen: int) -> None:
 def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -> None:
     text = embed_text(memory)
     text_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    lexical = lexical_text(memory)
     row = db.execute("SELECT rowid, text_hash FROM memories WHERE path = ?", (rel,)).fetchone()
     record = to_record(memory)
     if row is None:
@@ -188,7 +201,7 @@ def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -
         )
         new = cursor.lastrowid
         assert new is not None
-        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (new, text))
+        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (new, lexical))
         links.write(db, new, memory)
         return
     rowid, old_hash = row
@@ -202,7 +215,7 @@ def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -
     )
     db.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
     db.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
-    db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rowid, text))
+    db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rowid, lexical))
 
 
 def _problem_json(problem: Problem) -> dict:

@@ -13,7 +13,7 @@ Applied to the fused candidates (`combined` = cosine + λ · lexical share), bef
    own, when higher or when its session has none there).
 
 Measured on the LoCoMo development split (benchmarks/bench_quality.py ablations; each turn a memory,
-each session a capture session): R@5/R@10 0.599/0.698 without any, 0.648/0.760 with all three; the
+each session a capture session): R@5/R@10 0.599/0.698 without any, 0.654/0.761 with all three; the
 weights were chosen on three conversations and checked on the other two (0.593/0.692 -> 0.651/0.739).
 Memories without a `session_id` (written by hand, imported) only take the date and session terms.
 """
