@@ -3,6 +3,7 @@ Real stores, real caches and observer databases, a real recall server process an
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from pathlib import Path
@@ -69,6 +70,8 @@ def test_status_writes_nothing_and_starts_no_server(cli, here, isolated_home, tm
     socket = tmp_path / "sock" / "s.sock"
     monkeypatch.setenv("FORGEMEM_SERVER", "on")
     monkeypatch.setenv("FORGEMEM_SERVER_SOCKET", str(socket))
+    gc.collect()  # close what the commands above left unreferenced: closing the last connection to a WAL
+    # database checkpoints it, which would otherwise happen whenever the collector runs (during status)
     before = every_file(here, isolated_home)
     for args in (("status",), ("status", "--json")):
         assert cli(*args).code == 0
