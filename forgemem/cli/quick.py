@@ -61,17 +61,18 @@ def parse(args: list[str]) -> dict | None:
 
 
 def _valid(found: dict) -> bool:
+    from forgemem.cli.recall_output import MAX_HOPS, SCOPE_CHOICES
     from forgemem.store.model import CATEGORIES
 
     if "query" not in found or any(found.get(key) == "" for key in ("repo_dir", "user_dir", "cwd")):
         return False
-    for key, low, high in (("k", 1, None), ("hops", 0, 5)):
+    for key, low, high in (("k", 1, None), ("hops", 0, MAX_HOPS)):
         if key in found:
             value = found[key]
             if not (value.isascii() and value.isdigit()) or int(value) < low or (high is not None and int(value) > high):
                 return False
             found[key] = int(value)
-    if found.setdefault("scope", "all") not in ("repo", "user", "all"):
+    if found.setdefault("scope", "all") not in SCOPE_CHOICES:
         return False
     if "category" in found and found["category"] not in CATEGORIES:
         return False

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, app, emit_json, err, out, state, warn
-from forgemem.cli.recall_output import recall_request, show_answer, unreadable_note
+from forgemem.cli.recall_output import MAX_HOPS, SCOPE_CHOICES, recall_request, show_answer, unreadable_note
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
 from forgemem.store.model import CATEGORIES, one_line, short
 from forgemem.views import conflicts_json
@@ -43,7 +43,7 @@ def recall(
     scope: str = typer.Option("all", "--scope", "-s", help="repo, user or all."),
     category: Optional[str] = typer.Option(None, "--category", "-c", help="Only this category."),
     tag: list[str] = typer.Option([], "--tag", help="Only memories with this tag (repeatable)."),
-    hops: Optional[int] = typer.Option(None, "--hops", min=0, max=5, help="Follow typed edges this far (default: retrieval_hop_depth)."),
+    hops: Optional[int] = typer.Option(None, "--hops", min=0, max=MAX_HOPS, help="Follow typed edges this far (default: retrieval_hop_depth)."),
     deep: bool = typer.Option(False, "--deep", help="Let classifier_model reorder the top candidates (the fast ranking if it cannot, saying why)."),
     deep_candidates: int = typer.Option(20, "--deep-candidates", min=2, max=100, help="How many of the top candidates --deep sends (default 20)."),
     history: bool = typer.Option(False, "--history", help="Return old versions too, not only heads."),
@@ -58,7 +58,7 @@ def recall(
     Each score is the probability that the memory is relevant; only those scoring at least
     recall_floor (0.25) are shown, unless --all. --queries returns the top k whatever they score.
     """
-    if scope not in ("repo", "user", "all"):
+    if scope not in SCOPE_CHOICES:
         raise UsageError(f"unknown scope {scope!r} (expected repo, user or all)")
     if category:
         require_choice("category", category, CATEGORIES)

@@ -10,6 +10,10 @@ from rich.markup import escape
 from forgemem.cli.output import emit_json, out, style_scope, warn
 from forgemem.store.model import PROPOSED, short
 
+#: what `recall --scope` accepts, and how far `--hops` may go (the command and its fast path check both)
+SCOPE_CHOICES = ("repo", "user", "all")
+MAX_HOPS = 5
+
 
 def recall_request(workspace, items: list[dict], *, k: int | None, scope: str, category: str | None,
                    tags: list[str], hops: int | None, history: bool, floor: float, lexical_only: bool) -> dict:

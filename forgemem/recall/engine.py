@@ -248,13 +248,9 @@ class RecallEngine:
             return None
         candidate = Candidate(memory, key=key)
         if vector is not None:
-            faiss_index = self.indexes()[key[0]].vector_index()
-            try:
-                stored = faiss_index.reconstruct(key[1]) if faiss_index is not None else None
-            except RuntimeError:
-                stored = None
-            if stored is not None:
-                candidate.dense_score = candidate.combined = float(stored @ vector)
+            cosine = _stored_cosine(self.indexes()[key[0]].vector_index(), key[1], vector)
+            if cosine is not None:
+                candidate.dense_score = candidate.combined = cosine
         return candidate
 
     def _candidates(self, query: Query):
@@ -302,11 +298,18 @@ class RecallEngine:
         # Lexical-only candidates still get their exact cosine, so fusion compares like with like.
         missing = [key for key, c in candidates.items() if key[0] == scope and c.dense_score is None]
         for key in missing:
-            try:
-                stored = faiss_index.reconstruct(key[1])
-            except RuntimeError:
-                continue
-            candidates[key].dense_score = float(np.dot(stored, vector))
+            candidates[key].dense_score = _stored_cosine(faiss_index, key[1], vector)
+
+
+def _stored_cosine(faiss_index, rowid: int, vector) -> float | None:
+    """The cosine between `vector` and the stored vector of row `rowid` (None when the index has none)."""
+    import numpy as np
+
+    try:
+        stored = faiss_index.reconstruct(rowid) if faiss_index is not None else None
+    except RuntimeError:
+        return None
+    return None if stored is None else float(np.dot(stored, vector))
 
 
 def _rank_lexical_across_scopes(candidates: dict[tuple[str, int], Candidate]) -> None:

@@ -56,7 +56,6 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
     top = sorted(by_key.values(), key=lambda c: (-c.combined, c.memory.id))[:TOP]
     offers: dict[Key, list[tuple[float, str]]] = {}  # what each neighbour is lent, and by whom
     session_best: dict[tuple[str, str], float] = {}
-    orders: dict[tuple[str, str], list[int]] = {}
     for lender in top:
         assert lender.key is not None
         scope, rowid = lender.key
@@ -66,9 +65,7 @@ def adjust(candidates: list[Candidate], text: str, session_order: SessionOrder, 
         session_best[(scope, session)] = max(session_best.get((scope, session), lender.combined), lender.combined)
         if lender.combined <= 0:
             continue  # a match worse than none lends nothing
-        if (scope, session) not in orders:
-            orders[(scope, session)] = session_order(scope, session)
-        order = orders[(scope, session)]
+        order = session_order(scope, session)
         try:
             place = order.index(rowid)
         except ValueError:
