@@ -185,7 +185,7 @@ def test_periods_a_query_names(text, inside, outside):
 
 
 @pytest.mark.parametrize("text", ["It may rain.", "march on", "What is the plan?", "on February 30, 2023",
-                                  "the may release", "june"])
+                                  "the may release", "june", "on December 30, 9999", "0001-01-01"])
 def test_words_that_are_not_periods(text):
     assert periods(text, [2025], now=NOW) == []
 

@@ -71,9 +71,9 @@ def within(moment: datetime, spans: list[Period]) -> bool:
 def _day(year: int, month: int, day: int) -> list[Period]:
     try:
         start = datetime(year, month, day, tzinfo=UTC)
-    except ValueError:  # "February 30"
+        return [(start - DAY_BEFORE, start + DAY_AFTER)]
+    except (ValueError, OverflowError):  # "February 30"; a day at the ends of the calendar (year 1, 9999)
         return []
-    return [(start - DAY_BEFORE, start + DAY_AFTER)]
 
 
 def _month(year: int, month: int) -> list[Period]:
