@@ -20,79 +20,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from forgemem.environment import (  # noqa: F401 - where things live, the environment: used from here
+    CACHE_DIR,
+    FORGE_DIR,
+    MEMORY_DIR,
+    classifier_run,
+    debug,
+    embeddings_disabled,
+    forge_home,
+    model_cache_override,
+    repo_dir_override,
+    server_enabled,
+    server_socket_path,
+    user_cache_dir,
+    user_dir_override,
+)
 from forgemem.errors import ConfigError
 
 CONFIG_NAME = "config.yaml"
-FORGE_DIR = ".forge"  # in a repository and in the home folder
-MEMORY_DIR = "memory"
-CACHE_DIR = "cache"
-
-
-# ------------------------------------------------------------------ where things live
-
-
-def forge_home() -> Path:
-    """`~/.forge`: the user store, the user's config, and forgemem's own machine-wide state."""
-    return Path.home() / FORGE_DIR
-
-
-def server_socket_path() -> Path:
-    """Where the recall server listens (`FORGEMEM_SERVER_SOCKET` moves it)."""
-    override = os.environ.get("FORGEMEM_SERVER_SOCKET")
-    return Path(override) if override else user_cache_dir() / "recall-server.sock"
-
-
-def server_enabled() -> bool:
-    """`FORGEMEM_SERVER=off` (or 0, no, false): never use or start the recall server."""
-    return os.environ.get("FORGEMEM_SERVER", "on").lower() not in ("off", "0", "no", "false")
-
-
-def user_cache_dir() -> Path:
-    """`~/.forge/cache`: derived and private state of this machine (the recall server's socket and
-    log, the hooks log, install records, exported models, background processes' working folder)."""
-    return forge_home() / CACHE_DIR
-
-
-# ------------------------------------------------------------------ the environment (read here only)
-
-
-def user_dir_override() -> Path | None:
-    """`FORGEMEM_USER_DIR`: the user store somewhere else than `~/.forge/memory`."""
-    value = os.environ.get("FORGEMEM_USER_DIR")
-    return Path(value).expanduser() if value else None
-
-
-def repo_dir_override() -> Path | None:
-    """`FORGEMEM_REPO_DIR`: the repo store named outright instead of found by walking up."""
-    value = os.environ.get("FORGEMEM_REPO_DIR")
-    return Path(value).expanduser() if value else None
-
-
-def model_cache_override() -> Path | None:
-    """`FORGEMEM_MODEL_CACHE`: where exported models live, instead of `~/.forge/cache/models`."""
-    value = os.environ.get("FORGEMEM_MODEL_CACHE")
-    return Path(value).expanduser() if value else None
-
-
-def embeddings_disabled() -> bool:
-    """`FORGEMEM_NO_EMBEDDINGS`: lexical search only, no model loaded."""
-    return bool(os.environ.get("FORGEMEM_NO_EMBEDDINGS"))
-
-
-def classifier_run() -> bool:
-    """`FORGEMEM_CLASSIFIER_RUN`: this process is forgemem's own agent-CLI run (capture's classifier,
-    `recall --deep`); its hooks must do nothing (it must never capture itself)."""
-    return bool(os.environ.get("FORGEMEM_CLASSIFIER_RUN"))
-
-
-def debug() -> bool:
-    """`FORGEMEM_DEBUG`: print the traceback of an unexpected error."""
-    return bool(os.environ.get("FORGEMEM_DEBUG"))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 import threading
 from pathlib import Path
 
@@ -125,6 +124,8 @@ def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except OSError:
             mode = shared_mode()
+    import tempfile  # here: the recall server's client loads this module and writes nothing
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)

@@ -20,11 +20,14 @@ for every Python process forgemem starts from then on.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from forgemem.config import user_cache_dir
+from forgemem.environment import user_cache_dir
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 def enter_safe_mode() -> None:
@@ -74,6 +77,8 @@ def start_detached(args: list[str], log_path: Path | None = None) -> subprocess.
     Its output goes to `log_path` (a private file) or nowhere. Raises OSError
     when it cannot be started.
     """
+    import subprocess  # here: every command loads this module (`enter_safe_mode`), few start a process
+
     from forgemem.permissions import open_private_append
 
     log = open_private_append(log_path) if log_path is not None else None

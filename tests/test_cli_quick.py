@@ -20,9 +20,12 @@ from tests.conftest import recall_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_memories"
-# Runs the console script's entry point and says on stderr whether typer was imported.
-ENTRY = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nTYPER:' + str('typer' in sys.modules)));"
+# Runs the console script's entry point and says on stderr whether typer was imported, and what else.
+ENTRY = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nTYPER:' + str('typer' in sys.modules)"
+         " + ' ' + ' '.join(m for m in ('rich', 'yaml', 'forgemem.config', 'forgemem.workspace') if m in sys.modules)));"
          "sys.argv = ['forgemem', *sys.argv[1:]]; from forgemem.cli.entry import run; run()")
+# The full CLI in a process of its own, as the console script would run it without the fast path.
+FULL = "import sys; sys.argv = ['forgemem', *sys.argv[1:]]; from forgemem.cli.main import run; run()"
 
 
 @pytest.fixture
@@ -39,12 +42,20 @@ def served(tmp_path, monkeypatch):
         yield args
 
 
-def forgemem(*args: str) -> tuple[int, str, str, bool]:
+def forgemem(*args: str, env: dict | None = None, cwd: Path | None = None) -> tuple[int, str, str, bool]:
     """(exit code, stdout, stderr without the marker, whether typer was imported) of one command line."""
-    done = subprocess.run([sys.executable, "-P", "-c", ENTRY, *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
-    err, _, marker = done.stderr.rpartition("\nTYPER:")
-    return done.returncode, done.stdout, err, marker == "True"
+    code, out, err, loaded = _run(ENTRY, args, env, cwd)
+    return code, out, err, "typer" in loaded
+
+
+def _run(program: str, args, env: dict | None = None, cwd: Path | None = None) -> tuple[int, str, str, list[str]]:
+    done = subprocess.run([sys.executable, "-P", "-c", program, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=300)
+    err, marked, marker = done.stderr.rpartition("\nTYPER:")
+    if not marked:  # a program without the marker
+        return done.returncode, done.stdout, done.stderr, []
+    loaded = marker.split()
+    return done.returncode, done.stdout, err, (["typer"] if loaded[:1] == ["True"] else []) + loaded[1:]
 
 
 def test_a_warm_recall_prints_what_the_full_cli_prints_without_loading_it(served, cli):
@@ -60,11 +71,65 @@ def test_a_warm_recall_prints_what_the_full_cli_prints_without_loading_it(served
     assert {**data, "served_by": None} == {**full, "served_by": None}
 
 
+def test_the_fast_path_loads_neither_the_printing_library_nor_the_configuration(served):
+    code, out, err, loaded = _run(ENTRY, [*served, "recall", "how do I run the tests?"])
+    assert code == 0 and "make test" in out, err
+    assert loaded == [], loaded  # the server printed it: no typer, rich, yaml, config or workspace here
+
+
+def test_colours_warnings_and_relative_paths_come_out_as_the_full_cli_prints_them(served, tmp_path):
+    broken = tmp_path / "samples/repo/.forge/memory/project-conventions/broken.md"
+    broken.write_text("---\nid: [unclosed\n---\nbody\n", encoding="utf-8")
+    relative = ["--repo-dir", "samples/repo/.forge/memory", "--user-dir", "samples/user/.forge/memory"]
+    for env in ({"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "60"}, {"NO_COLOR": "1", "FORCE_COLOR": "1"},
+                {"TTY_COMPATIBLE": "1", "TERM": "dumb"}, {}):
+        for options in ([], ["--all", "-k", "4"]):
+            fast = _run(ENTRY, [*relative, "recall", *options, "how do I run the tests?"], env)
+            full = _run(FULL, [*relative, "recall", *options, "how do I run the tests?"], env)
+            assert fast[3] == [], (env, fast[2])
+            assert fast[:3] == full[:3], env
+            assert "1 memory file could not be read" in fast[2]
+            if env.get("TERM") == "xterm-256color":
+                assert "\x1b[36mrepo" in fast[1]  # the terminal's colours, as the full CLI uses them
+            if not env:
+                assert "\x1b[" not in fast[1]
+
+
+def test_a_client_in_another_environment_gets_the_full_cli(served):
+    # The server reads the stores and config its environment names; another one (here: no embeddings) is
+    # answered by the command itself, which honours it.
+    code, out, err, typer_loaded = forgemem(*served, "recall", "--json", "how do I run the tests?",
+                                            env={"FORGEMEM_NO_EMBEDDINGS": "1"})
+    assert code == 0 and typer_loaded, err
+    assert json.loads(out)["lexical_only"] is True
+
+
+def test_the_server_declines_what_the_command_would_refuse_or_cannot_serve(tmp_path):
+    from forgemem.environment import command_environment
+    from forgemem.recall.command import answer_command
+    from forgemem.recall.server import Engines
+
+    good = {"op": "recall-command", "folder": str(tmp_path), "query": "q", "scope": "all", "tags": [],
+            "history": False, "show_all": False, "as_json": False, "terminal": {"environ": {}},
+            "environment": command_environment(), "user_dir": str(tmp_path / "not-a-store")}
+    (tmp_path / "not-a-store").mkdir()
+    engines = Engines()
+    for change in ({"folder": "relative"}, {"k": 0}, {"k": True}, {"hops": 6}, {"scope": "both"},
+                   {"category": "gossip"}, {"tags": "a"}, {"history": "yes"}, {"cwd": str(tmp_path / "nowhere")},
+                   {"terminal": {"environ": {"TERM": 5}}}, {"environment": {**command_environment(), "HOME": "/x"}},
+                   {"query": "q" * 20_000}, {}):  # the last: a user store that is not a memory folder (not named memory)
+        reply = answer_command({**good, **change}, engines)
+        assert reply["ok"] is False and reply["error"], change
+
+
 def test_a_no_server_fallback_and_anything_unusual_go_through_the_full_cli(served, cli, monkeypatch):
-    for options in (["--explain"], ["-k", "0"], ["--scope", "nowhere"], ["--lexical-only"], ["-k", "2", "-k", "3"]):
+    for options in (["--explain"], ["-k", "0"], ["--scope", "nowhere"], ["--lexical-only"], ["-k", "2", "-k", "3"],
+                    ["--hops", "6"], ["-c", "nonsense"], ["-k", "1001"]):
         code, out, err, typer_loaded = forgemem(*served, "recall", *options, "how do I run the tests?")
         full = cli(*served, "recall", *options, "how do I run the tests?")
         assert typer_loaded and code == full.code and out == full.out, options
+    code, out, err, typer_loaded = forgemem("-C", "/no/such/folder", *served, "recall", "tests")
+    assert typer_loaded and code != 0 and "not a folder" in err
     monkeypatch.setenv("FORGEMEM_SERVER", "off")
     code, out, _err, typer_loaded = forgemem(*served, "recall", "how do I run the tests?")
     assert code == 0 and typer_loaded and "make test" in out
@@ -83,11 +148,10 @@ def test_plain_command_lines_are_read(args, expected):
 
 
 @pytest.mark.parametrize("args", [
-    ["recall"], ["recall", "a", "b"], ["recall", "-k", "x", "q"], ["recall", "-k", "0", "q"], ["recall", "--hops", "6", "q"],
-    ["recall", "--scope", "both", "q"], ["recall", "-c", "nonsense", "q"], ["recall", "--explain", "q"],
-    ["recall", "--deep", "q"], ["recall", "--queries", "f"], ["recall", "--", "-q"], ["recall", "-k5", "q"],
-    ["--version", "recall", "q"], ["status"], ["recall", "q", "--repo-dir", "x"], ["-C", "/no/such/folder", "recall", "q"],
-    ["recall", "-k", "1", "--top", "2", "q"], ["recall", "-k", "٣", "q"],
+    ["recall"], ["recall", "a", "b"], ["recall", "-k", "x", "q"], ["recall", "--hops", "-1", "q"],
+    ["recall", "--explain", "q"], ["recall", "--deep", "q"], ["recall", "--queries", "f"], ["recall", "--", "-q"],
+    ["recall", "-k5", "q"], ["--version", "recall", "q"], ["status"], ["recall", "q", "--repo-dir", "x"],
+    ["recall", "-k", "1", "--top", "2", "q"], ["recall", "-k", "٣", "q"], ["--repo-dir", "", "recall", "q"],
 ])
 def test_anything_else_is_left_to_the_cli(args):
     assert parse(args) is None

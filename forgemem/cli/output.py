@@ -1,29 +1,17 @@
-"""Where the `forgemem` command writes, without the CLI framework: the consoles, warnings, JSON.
+"""Where the `forgemem` command writes: its two consoles, warnings, JSON.
 
-`forgemem.cli.app` re-exports these for the commands; the fast path of a warm `forgemem recall`
-(`forgemem.cli.quick`) uses them without importing typer.
+`forgemem.cli.app` re-exports these for the commands. The same `Printer` prints a warm recall's answer in
+the recall server, on consoles that reproduce the client's terminal (`forgemem.recall.command`).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import Any
-
 from rich.console import Console
-from rich.markup import escape
+
+from forgemem.recall.command import Printer, style_scope  # noqa: F401 - the commands use it from here
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def warn(message: str) -> None:
-    err.print(f"forgemem: {escape(message)}")
-
-
-def style_scope(scope: str) -> str:
-    return "[cyan]repo[/]" if scope == "repo" else "[magenta]user[/]"
+printer = Printer(out, err)
+warn = printer.warn
+emit_json = printer.json

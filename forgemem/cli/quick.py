@@ -1,20 +1,22 @@
-"""A warm `forgemem recall QUERY`, answered without the CLI framework.
+"""A warm `forgemem recall QUERY`, answered without loading forgemem.
 
-With a recall server running, a recall is a socket round trip of a few milliseconds, and importing
-typer and building its command cost more than that. `recall(args)` handles the everyday form (a query;
--k/--top, -s/--scope, -c/--category, --tag, --hops, --history, --all, --json; the global --repo-dir,
---user-dir, -C/--cwd and their environment variables) when a running server answers it, and prints
-exactly what the `recall` command prints (both use `forgemem.cli.recall_output`).
+With a recall server running, a recall is a socket round trip of a few milliseconds, and importing the CLI
+framework, the configuration and the printing library costs several times that. `recall(args)` handles the
+everyday form (a query; -k/--top, -s/--scope, -c/--category, --tag, --hops, --history, --all, --json; the
+global --repo-dir, --user-dir, -C/--cwd and their environment variables): it sends the command line, its
+folder, its terminal and its environment to the running server, which answers with the text the `recall`
+command prints for it (`forgemem.recall.command`), and writes that text. It imports only the standard
+library, `forgemem.environment` and `forgemem.recall.wire`.
 
-Anything else returns None before anything was printed or recorded, and the full CLI runs as if this
-had not been tried: another option, a value the CLI would refuse (it says why), no server answering
-(the CLI answers here and starts one), an error from the server.
+Anything else returns None before anything was printed, and the full CLI runs as if this had not been
+tried: another option, a value the CLI would refuse (it says why), no server answering (the CLI answers here
+and starts one), a server that declines (another environment, an error).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import sys
 
 VALUE_OPTIONS = {"-k": "k", "--top": "k", "-s": "scope", "--scope": "scope", "-c": "category",
                  "--category": "category", "--tag": "tag", "--hops": "hops"}
@@ -61,64 +63,86 @@ def parse(args: list[str]) -> dict | None:
 
 
 def _valid(found: dict) -> bool:
-    from forgemem.cli.recall_output import MAX_HOPS, SCOPE_CHOICES
-    from forgemem.store.model import CATEGORIES
-
+    """Whether the values look like what the command takes (the server checks the rest: ranges, choices)."""
     if "query" not in found or any(found.get(key) == "" for key in ("repo_dir", "user_dir", "cwd")):
         return False
-    for key, low, high in (("k", 1, None), ("hops", 0, MAX_HOPS)):
+    for key in ("k", "hops"):
         if key in found:
-            value = found[key]
-            if not (value.isascii() and value.isdigit()) or int(value) < low or (high is not None and int(value) > high):
+            if not (found[key].isascii() and found[key].isdigit()):
                 return False
-            found[key] = int(value)
-    if found.setdefault("scope", "all") not in SCOPE_CHOICES:
-        return False
-    if "category" in found and found["category"] not in CATEGORIES:
-        return False
-    return "cwd" not in found or Path(found["cwd"]).is_dir()
+            found[key] = int(found[key])
+    found.setdefault("scope", "all")
+    return True
+
+
+#: the environment variables that decide how the CLI's printing library writes to a terminal
+TERMINAL_VARIABLES = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+                      "COLUMNS", "LINES")
 
 
 def recall(args: list[str]) -> int | None:
     """Run `forgemem recall …` through a running server; None when the full CLI should run it instead."""
-    from forgemem.config import server_enabled
+    from forgemem.environment import command_environment, server_enabled
 
     if not server_enabled():
         return None
     found = parse(args)
     if found is None:
         return None
-    from forgemem.cli.output import err, warn
-    from forgemem.cli.recall_output import recall_request, show_answer
-    from forgemem.errors import ForgememError
-    from forgemem.recall import client
-    from forgemem.workspace import Workspace
-
     try:
-        workspace = Workspace.open(cwd=_path(found.get("cwd")), repo_dir=_path(found.get("repo_dir")),
-                                   user_dir=_path(found.get("user_dir")))
-        request = recall_request(workspace, [{"query": found["query"]}], k=found.get("k"), scope=found["scope"],
-                                 category=found.get("category"), tags=found["tag"], hops=found.get("hops"),
-                                 history=found["history"],
-                                 floor=0.0 if found["show_all"] else workspace.config.recall_floor,
-                                 lexical_only=False)
-        answer = client.ask(request)
-    except ForgememError:
-        return None  # the CLI says it, in its words
-    if answer is None or not answer.get("ok"):
+        folder = os.getcwd()
+    except OSError:
+        return None  # the CLI says what is wrong with this folder
+    from forgemem.recall.wire import ANSWER_TIMEOUT, exchange
+
+    request = {
+        "op": "recall-command", "folder": folder,
+        **{key: found.get(key) for key in ("cwd", "repo_dir", "user_dir", "query", "k", "hops", "category")},
+        "scope": found["scope"], "tags": found["tag"],
+        **{key: found[key] for key in ("history", "show_all", "as_json")},
+        "terminal": _terminal(), "environment": command_environment(),
+    }
+    reply = exchange(request, ANSWER_TIMEOUT, _answer_problem)
+    if reply is None or not reply["ok"]:
         return None
     try:
-        for message in workspace.warnings:
-            warn(message)
-        show_answer(workspace, found["query"], answer, explain=False, show_all=found["show_all"],
-                    as_json=found["as_json"])
+        sys.stderr.write(reply["stderr"])
+        sys.stdout.write(reply["stdout"])
+        sys.stdout.flush()
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        err.print("forgemem: interrupted")
-        return 130
-    return 0
+    return reply["exit_code"]
 
 
-def _path(value: str | None) -> Path | None:
-    return None if value is None else Path(value)
+def _terminal() -> dict:
+    """What the printing library would ask of this process's terminal, for the server to print as it would."""
+    size = None
+    for fd in (0, 1, 2):  # where the printing library looks for a terminal's size, in this order
+        try:
+            size = list(os.get_terminal_size(fd))
+            break
+        except (OSError, ValueError):
+            pass
+    return {
+        "stdout_tty": _isatty(sys.stdout), "stderr_tty": _isatty(sys.stderr),
+        "stdout_encoding": getattr(sys.stdout, "encoding", None) or "utf-8",
+        "stderr_encoding": getattr(sys.stderr, "encoding", None) or "utf-8",
+        "size": size, "environ": {key: os.environ[key] for key in TERMINAL_VARIABLES if key in os.environ},
+    }
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _answer_problem(reply: object, op: object) -> str | None:
+    """Why a server's answer to a command line cannot be written out (None: it can)."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        return "its answer is not an object with \"ok\""
+    if reply["ok"] and not (isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str)
+                            and type(reply.get("exit_code")) is int):
+        return "its answer has no text to print"
+    return None

@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, app, emit_json, err, out, state, warn
-from forgemem.cli.recall_output import MAX_HOPS, SCOPE_CHOICES, recall_request, show_answer, unreadable_note
+from forgemem.cli.output import printer
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
+from forgemem.recall.command import MAX_HOPS, SCOPE_CHOICES, recall_request, show_answer, unreadable_note
 from forgemem.store.model import CATEGORIES, one_line, short
 from forgemem.views import conflicts_json
 
@@ -81,7 +82,7 @@ def recall(
         raise ForgememError(answer["error"])
     deeper = _rerank(answer, request, len(items), deep_candidates, say=batch is None) if deep else None
     if batch is None:
-        show_answer(ws, query or "", answer, explain=explain, show_all=show_all, as_json=as_json, deeper=deeper)
+        show_answer(printer, ws, query or "", answer, explain=explain, show_all=show_all, as_json=as_json, deeper=deeper)
         return
     unreadable_note(ws, answer)
     for note in answer["notes"]:

@@ -8,30 +8,22 @@ a safe import path, never the project folder).
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-from pathlib import Path
-
-from forgemem import __version__
-from forgemem.config import server_enabled, server_socket_path
+from forgemem.config import embeddings_disabled, server_enabled, server_socket_path
 from forgemem.recall.protocol import (
     ANSWER_TIMEOUT,
-    CONNECT_TIMEOUT,
     IDLE_TIMEOUT,
     MAX_ANSWER_BYTES,
     BadRequest,
     LineTooLong,
     Request,
     answer_problem,
-    peer_problem,
     prepare_folder,
     read_line,
     request_problem,
     say_once,
-    socket_problem,
 )
 from forgemem.recall.server import Engines, handle
+from forgemem.recall.wire import Untrusted, connect, exchange
 
 
 def store_dirs(workspace) -> dict[str, str]:
@@ -45,7 +37,7 @@ def query_request(workspace, op: str, text: str, k: int | None = None, budget: i
     request = {
         "op": op,
         "stores": store_dirs(workspace),
-        "use_embeddings": True,
+        "use_embeddings": not embeddings_disabled(),  # this process's environment decides, not the server's
         "queries": [{"text": text, "k": k or config.retrieval_top_k, "hops": config.retrieval_hop_depth}],
     }
     if op == "context":
@@ -64,7 +56,7 @@ def answer(request: dict, prepare=None, use_server: bool = True, on_notice=None,
     this user's, a batch too big) is answered here without asking.
     """
     use_server = use_server and server_enabled() and request_problem(request) is None
-    reply = _exchange(request, timeout, on_notice) if use_server else None
+    reply = exchange(request, timeout, answer_problem, on_notice) if use_server else None
     if reply is not None and not reply["ok"] and "exit_code" not in reply:
         reply = None  # the server failed in a way this process may not: do the work here
     if reply is None and use_server and start_first:
@@ -91,65 +83,7 @@ def ask(request: dict, timeout: float = ANSWER_TIMEOUT, on_notice=None) -> dict 
         return None
     if request.get("op") in ("recall", "context") and request_problem(request) is not None:
         return None
-    return _exchange(request, timeout, on_notice)
-
-
-class _Untrusted(Exception):
-    pass
-
-
-def _connect(path: Path, timeout: float) -> socket.socket:
-    """A connection to the server at `path`, checked both ways; raises OSError or _Untrusted."""
-    problem = socket_problem(path, os.lstat(path))  # no socket (any more): OSError, no server
-    if problem:
-        raise _Untrusted(problem)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        problem = peer_problem(sock)
-        if problem:
-            raise _Untrusted(problem)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def _exchange(request: dict, timeout: float, on_notice=None) -> dict | None:
-    path = server_socket_path()
-    if not os.path.lexists(path):
-        return None
-    op = request.get("op")
-    try:
-        with _connect(path, CONNECT_TIMEOUT) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(json.dumps({**request, "version": __version__}).encode() + b"\n")
-            data = read_line(sock, MAX_ANSWER_BYTES)
-    except _Untrusted as exc:
-        say_once(f"not using the recall server at {path}: {exc}", on_notice)
-        return None
-    except LineTooLong:
-        say_once(f"not using the recall server at {path}: its answer is longer than {MAX_ANSWER_BYTES} bytes", on_notice)
-        return None
-    except OSError:
-        return None
-    if not data:
-        return None
-    try:
-        reply = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        say_once(f"not using the recall server at {path}: its answer is not JSON", on_notice)
-        return None
-    problem = answer_problem(reply, op)
-    if problem:
-        say_once(f"not using the recall server at {path}: {problem}", on_notice)
-        return None
-    if reply.get("restart"):
-        return None  # an older server: it exits, and this call runs in-process
-    return reply
-
-
+    return exchange(request, timeout, answer_problem, on_notice)
 
 
 def start_in_background(on_notice=None) -> None:
@@ -178,10 +112,10 @@ def stop() -> bool:
     """Ask a running server to exit; True if one was running."""
     path = server_socket_path()
     try:
-        with _connect(path, 1.0) as sock:
+        with connect(path, 1.0) as sock:
             sock.sendall(b'{"op": "stop"}\n')
             read_line(sock, MAX_ANSWER_BYTES)
         return True
-    except (OSError, _Untrusted, LineTooLong):
+    except (OSError, Untrusted, LineTooLong):
         return False
 

@@ -20,25 +20,30 @@ the requesting user (`store_problem`).
 from __future__ import annotations
 
 import os
-import socket
 import stat
-import struct
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
 from forgemem.config import MEMORY_DIR, server_socket_path
 from forgemem.permissions import private_dir, unsafe_reason, unsafe_stat_reason
+from forgemem.recall.wire import (  # noqa: F401 - who may talk, one line each way: used from here
+    ANSWER_TIMEOUT,
+    CONNECT_TIMEOUT,
+    MAX_ANSWER_BYTES,
+    LineTooLong,
+    PeerUnknown,
+    peer_problem,
+    peer_uid,
+    read_line,
+    say_once,
+    socket_problem,
+)
 from forgemem.store.model import SCOPES
 
 IDLE_TIMEOUT = 15 * 60
-CONNECT_TIMEOUT = 0.05
-ANSWER_TIMEOUT = 30.0
 READ_TIMEOUT = 2.0  # the server's wait for a connection's request line
 MAX_REQUEST_BYTES = 1 << 20
-MAX_ANSWER_BYTES = 64 << 20
 MAX_QUERIES = 100
 MAX_K = 1000
 MAX_HOPS = 5
@@ -107,83 +112,6 @@ def store_problem(folder: object, uid: int | None = None) -> str | None:
     if reason:
         return f"{parent}: {reason}"
     return None
-
-
-def socket_problem(path: Path, st: os.stat_result | None = None, folder_st: os.stat_result | None = None,
-                   uid: int | None = None) -> str | None:
-    """Why the client must not talk to the socket at `path` (None: it may).
-
-    It must be a socket (not a link to one) owned by `uid` (this user), in a
-    folder owned by `uid` that other users cannot write to (so nobody else can
-    have put it there). `st` / `folder_st`: stat results already at hand.
-    """
-    uid = os.getuid() if uid is None else uid
-    try:
-        st = os.lstat(path) if st is None else st
-        folder_st = os.stat(path.parent) if folder_st is None else folder_st
-    except OSError as exc:
-        return f"cannot read it ({exc.strerror})"
-    if not stat.S_ISSOCK(st.st_mode):
-        return "it is not a socket"
-    if st.st_uid != uid:
-        return f"the socket belongs to another user (uid {st.st_uid})"
-    reason = unsafe_stat_reason(folder_st, uid)
-    if reason:
-        return f"its folder {path.parent}: {reason}"
-    return None
-
-
-class PeerUnknown(Exception):
-    """This platform cannot tell who is at the other end of a Unix socket."""
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The user id of the process at the other end of a connected Unix socket.
-
-    Linux: `SO_PEERCRED`; macOS and the BSDs: `LOCAL_PEERCRED` (getpeereid's
-    source). Raises OSError if the system refuses, PeerUnknown where neither exists.
-    """
-    if hasattr(socket, "SO_PEERCRED"):
-        data = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return struct.unpack("iII", data)[1]  # struct ucred: pid, uid, gid
-    if sys.platform == "darwin" or "bsd" in sys.platform:
-        sol_local, local_peercred = 0, getattr(socket, "LOCAL_PEERCRED", 1)
-        data = sock.getsockopt(sol_local, local_peercred, 256)
-        return struct.unpack_from("=II", data)[1]  # struct xucred: version, uid, ...
-    raise PeerUnknown
-
-
-def peer_problem(sock: socket.socket, uid: int | None = None) -> str | None:
-    """Why the process at the other end of `sock` is not to be talked to (None: it is this user's).
-
-    Where the platform cannot tell, the folder and socket modes (0700, 0600)
-    are what keeps other users out, and this says nothing.
-    """
-    uid = os.getuid() if uid is None else uid
-    try:
-        other = peer_uid(sock)
-    except PeerUnknown:
-        return None
-    except OSError as exc:
-        return f"cannot tell who is at the other end ({exc.strerror or exc})"
-    if other != uid:
-        return f"the process at the other end belongs to another user (uid {other})"
-    return None
-
-
-_said: set[str] = set()  # notices already given by this process
-
-
-def say_once(message: str, on_notice=None) -> None:
-    """Say `message` once per process (to `on_notice`: the hook log, the CLI's warnings, the server log)."""
-    if message in _said:
-        return
-    _said.add(message)
-    if on_notice is not None:
-        try:
-            on_notice(message)
-        except Exception:  # noqa: BLE001 - a notice never fails a recall
-            pass
 
 
 class BadRequest(ValueError):
@@ -362,37 +290,6 @@ def answer_problem(reply: object, op: object) -> str | None:
                 or not isinstance(reply.get("tokens"), int):
             return "its answer has no context block"
     return None
-
-
-class LineTooLong(Exception):
-    pass
-
-
-def read_line(sock: socket.socket, limit: int, deadline: float | None = None) -> bytes:
-    """One line (without its newline) of at most `limit` bytes; everything up to EOF if there is no newline.
-
-    Raises LineTooLong past `limit`, TimeoutError when `deadline` (monotonic) passes first.
-    """
-    data = bytearray()
-    while True:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no request line in time")
-            sock.settimeout(left)
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            break
-        end = chunk.find(b"\n")
-        if end >= 0:
-            data += chunk[:end]
-            break
-        data += chunk
-        if len(data) > limit:
-            raise LineTooLong
-    if len(data) > limit:
-        raise LineTooLong
-    return bytes(data)
 
 
 def prepare_folder(path: Path) -> str | None:

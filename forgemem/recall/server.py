@@ -25,6 +25,9 @@ or `{"ok": false, "error": ...}`.
 rendered block instead (`forgemem.context`): `{"ok": true, "context", "tokens",
 "ids", "left_out", "hashes", "repeated", ...}`; its optional `"skip": {id: fingerprint}`
 leaves out what the agent already has unchanged (the hooks' session record).
+`{"op": "recall-command", ...}` is a plain `forgemem recall QUERY` command line (its options, folder,
+terminal and environment), answered with the text the command prints (`forgemem.recall.command`): a warm
+recall's client then loads next to nothing (`forgemem.cli.quick`).
 This module imports only the standard library until a request is handled.
 
 Trust, both ways (the answer ends up in an agent's context):
@@ -337,13 +340,16 @@ class _Server:
             return {"ok": True}, self._stop
         if op == "ping":
             return {"ok": True, "served_by": os.getpid()}, None
-        if op not in ("recall", "context"):
+        if op not in ("recall", "context", "recall-command"):
             return {"ok": False, "error": f"unknown request {op!r}"[:200]}, None
         version = data.get("version")
         if not isinstance(version, str):
             return {"ok": False, "error": 'a request names its "version"'}, None
         if version != __version__:
             return {"ok": False, "restart": True}, self._stop  # a newer forgemem: step aside
+        if op == "recall-command":
+            reply = await asyncio.get_running_loop().run_in_executor(self.worker, self._command, data)
+            return reply, self._collect
         try:
             request = Request.parse(data, strict=True, uid=self.uid)
         except BadRequest as exc:
@@ -356,6 +362,14 @@ class _Server:
         try:
             return handle(request, self.engines)
         except Exception as exc:  # noqa: BLE001 - keep serving; the client reports it
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+    def _command(self, data: dict) -> dict:
+        from forgemem.recall.command import answer_command
+
+        try:
+            return answer_command(data, self.engines, uid=self.uid)
+        except Exception as exc:  # noqa: BLE001 - keep serving; the client runs the command itself
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     async def _collect(self) -> None:

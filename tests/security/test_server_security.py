@@ -20,7 +20,7 @@ import pytest
 
 from forgemem import __version__
 from forgemem.recall import client as recall_client
-from forgemem.recall import protocol
+from forgemem.recall import protocol, wire
 
 from ..conftest import SAMPLES
 
@@ -348,7 +348,7 @@ def client_env(tmp_path, monkeypatch):
     monkeypatch.setenv("FORGEMEM_SERVER", "on")
     started = []
     monkeypatch.setattr("forgemem.spawn.start_detached", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(protocol, "_said", set())
+    monkeypatch.setattr(wire, "_said", set())
     return store, started
 
 
