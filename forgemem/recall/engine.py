@@ -14,6 +14,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from forgemem.config import embeddings_disabled
 from forgemem.index.cache import StoreIndex
 from forgemem.index.embedding import EmbeddingUnavailable, RememberingEmbedder, load_embedder
 from forgemem.index.refresh import RefreshReport
@@ -87,7 +88,7 @@ class RecallEngine:
     @property
     def lexical_only_reason(self) -> str | None:
         if not self.use_embeddings:
-            return "embeddings are switched off"
+            return "embeddings are switched off" + (" (FORGEMEM_NO_EMBEDDINGS is set)" if embeddings_disabled() else "")
         return self._embedder_error
 
     def indexes(self) -> dict[str, StoreIndex]:

@@ -87,7 +87,14 @@ def test_a_background_start_runs_outside_the_project_with_a_safe_path(project, m
     from forgemem.agents import hooks
 
     started = []
-    monkeypatch.setattr(spawn.subprocess, "Popen", lambda argv, **kw: started.append((argv, kw)))
+    real = subprocess.Popen
+
+    def popen(argv, **kw):  # records forgemem's own start; anything else (git) runs
+        if argv[:4] == spawn.module_argv():
+            return started.append((argv, kw))
+        return real(argv, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
     hooks.capture_in_background(project, "-weird name.jsonl", "--final")
     [(argv, options)] = started
     assert argv[:4] == [sys.executable, "-P", "-m", "forgemem"]
