@@ -155,3 +155,42 @@ def test_plain_command_lines_are_read(args, expected):
 ])
 def test_anything_else_is_left_to_the_cli(args):
     assert parse(args) is None
+
+
+def _run_bytes(program: str, args, env: dict | None = None, shell_suffix: str = "") -> tuple[int, bytes, bytes, bool]:
+    """(exit code, stdout, stderr, typer loaded) of one command line, as bytes; `shell_suffix` is added to
+    the command as sh runs it (e.g. ">&-": stdout closed before Python starts)."""
+    command = [sys.executable, "-P", "-c", program, *args]
+    if shell_suffix:
+        command = ["sh", "-c", f'"$@" {shell_suffix}', "sh", *command]
+    done = subprocess.run(command, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                          timeout=300)
+    err, marked, marker = done.stderr.rpartition(b"\nTYPER:")
+    if not marked:
+        return done.returncode, done.stdout, done.stderr, False
+    return done.returncode, done.stdout, err, marker.startswith(b"True")
+
+
+def test_a_config_changed_since_the_server_read_it_is_the_one_a_warm_recall_uses(served, tmp_path):
+    config = tmp_path / "samples/repo/.forge/config.yaml"
+    original = config.read_text(encoding="utf-8")
+    untrusted = original.replace('classifier_model: ""', 'classifier_model: "some-model"')
+    recall = [*served, "recall", "how do I run the tests?"]
+    config.write_text(untrusted, encoding="utf-8")
+    code, out, err, typer_loaded = forgemem(*recall)
+    assert code == 0 and not typer_loaded and "ignoring classifier_model" in err
+    config.write_text(original, encoding="utf-8")  # the warning goes with the setting
+    code, out, err, typer_loaded = forgemem(*recall)
+    assert code == 0 and not typer_loaded and "ignoring classifier_model" not in err, err
+    config.write_text(untrusted, encoding="utf-8")  # and comes back with it, in --json's notes too
+    code, out, err, typer_loaded = forgemem(*recall[:-1], "--json", recall[-1])
+    full = _run(FULL, [*recall[:-1], "--json", recall[-1]], {"FORGEMEM_SERVER": "off"})
+    assert not typer_loaded and "ignoring classifier_model" in err and err == full[2]
+    assert json.loads(out)["notes"] == json.loads(full[1])["notes"] != []
+    # the server's own answers (here `context`, as the hooks ask it) take recall_floor as it is now
+    config.write_text(original, encoding="utf-8")
+    context = [*served, "context", "how do I run the tests?"]
+    assert "make test" in _run(FULL, context)[1]
+    config.write_text(original + "  recall_floor: 0.99\n", encoding="utf-8")
+    assert _run(FULL, context)[1] == _run(FULL, context, {"FORGEMEM_SERVER": "off"})[1] == ""
+
