@@ -194,3 +194,31 @@ def test_a_config_changed_since_the_server_read_it_is_the_one_a_warm_recall_uses
     config.write_text(original + "  recall_floor: 0.99\n", encoding="utf-8")
     assert _run(FULL, context)[1] == _run(FULL, context, {"FORGEMEM_SERVER": "off"})[1] == ""
 
+
+def test_a_query_that_is_not_utf8_is_answered_by_the_server_byte_for_byte(served):
+    query = os.fsdecode(b"how do I run the tests? \xff\xfe")  # as the shell hands it over: not UTF-8
+    env = {"PYTHONIOENCODING": "utf-8:surrogateescape"}
+    code, out, err, typer_loaded = _run_bytes(ENTRY, [*served, "recall", "--json", query], env)
+    full = _run_bytes(FULL, [*served, "recall", "--json", query], {**env, "FORGEMEM_SERVER": "off"})
+    assert code == 0 and not typer_loaded, err  # the server answered: the command did not run it again
+    assert b'"query": "how do I run the tests? \xff\xfe"' in out
+    fast_data, full_data = (json.loads(text.decode("utf-8", "surrogateescape")) for text in (out, full[1]))
+    assert {**fast_data, "served_by": None} == {**full_data, "served_by": None}
+
+
+def test_streams_the_client_cannot_write_to_end_as_the_full_cli_ends(served, cli):
+    assert cli(*served, "add", "-c", "project-conventions", "The heron deploy needs café—crème ✓ set.").code == 0
+    recall = [*served, "recall", "heron deploy"]
+    # stdout closed: the printing library drops the text; nothing fails
+    for suffix in (">&-", "2>&- >/dev/null"):
+        code, out, err, typer_loaded = _run_bytes(ENTRY, recall, shell_suffix=suffix)
+        assert (code, err) == (0, b"") and not typer_loaded, (suffix, err)
+    # a terminal that cannot show the text: what the full CLI does (the line it printed, then the error)
+    fast = _run_bytes(ENTRY, recall, {"PYTHONIOENCODING": "ascii"})
+    full = _run_bytes(FULL, recall, {"PYTHONIOENCODING": "ascii", "FORGEMEM_SERVER": "off"})
+    assert fast[:3] == full[:3] and fast[0] == 1 and b"internal error: UnicodeEncodeError" in fast[2]
+    if Path("/dev/full").exists():  # a full disk: one line, not a traceback
+        fast = _run_bytes(ENTRY, recall, shell_suffix=">/dev/full")
+        full = _run_bytes(FULL, recall, {"FORGEMEM_SERVER": "off"}, shell_suffix=">/dev/full")
+        assert fast[:3] == full[:3] and not fast[3] and fast[0] == 1
+        assert fast[2].startswith(b"forgemem: internal error: OSError: [Errno 28]") and b"Traceback" not in fast[2]

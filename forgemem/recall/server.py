@@ -322,7 +322,11 @@ class _Server:
         import asyncio
 
         try:
-            writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            try:
+                data = json.dumps(reply, ensure_ascii=False).encode()
+            except UnicodeEncodeError:  # a lone surrogate (a command line that was not UTF-8): escaped, then
+                data = json.dumps(reply).encode()
+            writer.write(data + b"\n")
             await asyncio.wait_for(writer.drain(), timeout)
         except (TimeoutError, OSError):
             return False
