@@ -195,6 +195,14 @@ def test_a_config_changed_since_the_server_read_it_is_the_one_a_warm_recall_uses
     assert _run(FULL, context)[1] == _run(FULL, context, {"FORGEMEM_SERVER": "off"})[1] == ""
 
 
+def test_text_is_printed_as_the_memory_says_it(served, cli):
+    text = "Slice the kestrel rows with rows[0:100:5]; a :x: or :smile: in a log line is literal, [bold] too."
+    assert cli(*served, "add", "-c", "project-conventions", text).code == 0
+    code, out, err, typer_loaded = forgemem(*served, "recall", "kestrel rows slice")
+    assert code == 0 and not typer_loaded, err
+    assert text in out and out == cli(*served, "recall", "kestrel rows slice").out
+
+
 def test_a_query_that_is_not_utf8_is_answered_by_the_server_byte_for_byte(served):
     query = os.fsdecode(b"how do I run the tests? \xff\xfe")  # as the shell hands it over: not UTF-8
     env = {"PYTHONIOENCODING": "utf-8:surrogateescape"}
