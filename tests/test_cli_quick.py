@@ -155,3 +155,78 @@ def test_plain_command_lines_are_read(args, expected):
 ])
 def test_anything_else_is_left_to_the_cli(args):
     assert parse(args) is None
+
+
+def _run_bytes(program: str, args, env: dict | None = None, shell_suffix: str = "") -> tuple[int, bytes, bytes, bool]:
+    """(exit code, stdout, stderr, typer loaded) of one command line, as bytes; `shell_suffix` is added to
+    the command as sh runs it (e.g. ">&-": stdout closed before Python starts)."""
+    command = [sys.executable, "-P", "-c", program, *args]
+    if shell_suffix:
+        command = ["sh", "-c", f'"$@" {shell_suffix}', "sh", *command]
+    done = subprocess.run(command, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                          timeout=300)
+    err, marked, marker = done.stderr.rpartition(b"\nTYPER:")
+    if not marked:
+        return done.returncode, done.stdout, done.stderr, False
+    return done.returncode, done.stdout, err, marker.startswith(b"True")
+
+
+def test_a_config_changed_since_the_server_read_it_is_the_one_a_warm_recall_uses(served, tmp_path):
+    config = tmp_path / "samples/repo/.forge/config.yaml"
+    original = config.read_text(encoding="utf-8")
+    untrusted = original.replace('classifier_model: ""', 'classifier_model: "some-model"')
+    recall = [*served, "recall", "how do I run the tests?"]
+    config.write_text(untrusted, encoding="utf-8")
+    code, out, err, typer_loaded = forgemem(*recall)
+    assert code == 0 and not typer_loaded and "ignoring classifier_model" in err
+    config.write_text(original, encoding="utf-8")  # the warning goes with the setting
+    code, out, err, typer_loaded = forgemem(*recall)
+    assert code == 0 and not typer_loaded and "ignoring classifier_model" not in err, err
+    config.write_text(untrusted, encoding="utf-8")  # and comes back with it, in --json's notes too
+    code, out, err, typer_loaded = forgemem(*recall[:-1], "--json", recall[-1])
+    full = _run(FULL, [*recall[:-1], "--json", recall[-1]], {"FORGEMEM_SERVER": "off"})
+    assert not typer_loaded and "ignoring classifier_model" in err and err == full[2]
+    assert json.loads(out)["notes"] == json.loads(full[1])["notes"] != []
+    # the server's own answers (here `context`, as the hooks ask it) take recall_floor as it is now
+    config.write_text(original, encoding="utf-8")
+    context = [*served, "context", "how do I run the tests?"]
+    assert "make test" in _run(FULL, context)[1]
+    config.write_text(original + "  recall_floor: 0.99\n", encoding="utf-8")
+    assert _run(FULL, context)[1] == _run(FULL, context, {"FORGEMEM_SERVER": "off"})[1] == ""
+
+
+def test_text_is_printed_as_the_memory_says_it(served, cli):
+    text = "Slice the kestrel rows with rows[0:100:5]; a :x: or :smile: in a log line is literal, [bold] too."
+    assert cli(*served, "add", "-c", "project-conventions", text).code == 0
+    code, out, err, typer_loaded = forgemem(*served, "recall", "kestrel rows slice")
+    assert code == 0 and not typer_loaded, err
+    assert text in out and out == cli(*served, "recall", "kestrel rows slice").out
+
+
+def test_a_query_that_is_not_utf8_is_answered_by_the_server_byte_for_byte(served):
+    query = os.fsdecode(b"how do I run the tests? \xff\xfe")  # as the shell hands it over: not UTF-8
+    env = {"PYTHONIOENCODING": "utf-8:surrogateescape"}
+    code, out, err, typer_loaded = _run_bytes(ENTRY, [*served, "recall", "--json", query], env)
+    full = _run_bytes(FULL, [*served, "recall", "--json", query], {**env, "FORGEMEM_SERVER": "off"})
+    assert code == 0 and not typer_loaded, err  # the server answered: the command did not run it again
+    assert b'"query": "how do I run the tests? \xff\xfe"' in out
+    fast_data, full_data = (json.loads(text.decode("utf-8", "surrogateescape")) for text in (out, full[1]))
+    assert {**fast_data, "served_by": None} == {**full_data, "served_by": None}
+
+
+def test_streams_the_client_cannot_write_to_end_as_the_full_cli_ends(served, cli):
+    assert cli(*served, "add", "-c", "project-conventions", "The heron deploy needs café—crème ✓ set.").code == 0
+    recall = [*served, "recall", "heron deploy"]
+    # stdout closed: the printing library drops the text; nothing fails
+    for suffix in (">&-", "2>&- >/dev/null"):
+        code, out, err, typer_loaded = _run_bytes(ENTRY, recall, shell_suffix=suffix)
+        assert (code, err) == (0, b"") and not typer_loaded, (suffix, err)
+    # a terminal that cannot show the text: what the full CLI does (the line it printed, then the error)
+    fast = _run_bytes(ENTRY, recall, {"PYTHONIOENCODING": "ascii"})
+    full = _run_bytes(FULL, recall, {"PYTHONIOENCODING": "ascii", "FORGEMEM_SERVER": "off"})
+    assert fast[:3] == full[:3] and fast[0] == 1 and b"internal error: UnicodeEncodeError" in fast[2]
+    if Path("/dev/full").exists():  # a full disk: one line, not a traceback
+        fast = _run_bytes(ENTRY, recall, shell_suffix=">/dev/full")
+        full = _run_bytes(FULL, recall, {"FORGEMEM_SERVER": "off"}, shell_suffix=">/dev/full")
+        assert fast[:3] == full[:3] and not fast[3] and fast[0] == 1
+        assert fast[2].startswith(b"forgemem: internal error: OSError: [Errno 28]") and b"Traceback" not in fast[2]

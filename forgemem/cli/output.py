@@ -10,8 +10,9 @@ from rich.console import Console
 
 from forgemem.recall.command import Printer, style_scope  # noqa: F401 - the commands use it from here
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: memory text is printed as written (`rows[0:100:5]` is not `rows[0💯5]`, nor `:x:` a cross)
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 printer = Printer(out, err)
 warn = printer.warn
 emit_json = printer.json

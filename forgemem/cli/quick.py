@@ -10,7 +10,8 @@ library, `forgemem.environment` and `forgemem.recall.wire`.
 
 Anything else returns None before anything was printed, and the full CLI runs as if this had not been
 tried: another option, a value the CLI would refuse (it says why), no server answering (the CLI answers here
-and starts one), a server that declines (another environment, an error).
+and starts one), a server that declines (another environment, an error), text this process's streams
+cannot encode.
 """
 
 from __future__ import annotations
@@ -105,12 +106,35 @@ def recall(args: list[str]) -> int | None:
     reply = exchange(request, ANSWER_TIMEOUT, _answer_problem)
     if reply is None or not reply["ok"]:
         return None
+    return _write(reply)
+
+
+def _write(reply: dict) -> int | None:
+    """Write the server's text as the CLI would have; None (nothing written) where only the CLI can say
+    what happens: text this process's streams cannot encode (an ASCII terminal, a query that was not UTF-8)."""
+    streams = ((sys.stderr, reply["stderr"]), (sys.stdout, reply["stdout"]))
+    for stream, text in streams:
+        if stream is not None and text:
+            try:
+                text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict")
+            except (LookupError, UnicodeError):
+                return None
     try:
-        sys.stderr.write(reply["stderr"])
-        sys.stdout.write(reply["stdout"])
-        sys.stdout.flush()
+        for stream, text in streams:
+            if stream is not None:  # a closed stream: the CLI's printing library drops what goes there
+                stream.write(text)
+                stream.flush()
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full disk, a stream gone bad: one line, as the CLI says an unexpected error
+        from forgemem.environment import debug
+
+        if debug():
+            raise
+        if sys.stderr is not None:
+            sys.stderr.write(f"forgemem: internal error: {type(exc).__name__}: {exc} "
+                             "(set FORGEMEM_DEBUG=1 for the traceback)\n")
+        return 1
     return reply["exit_code"]
 
 

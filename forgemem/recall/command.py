@@ -283,5 +283,5 @@ def _console(terminal: dict, stream: str):
     width = int(environ["COLUMNS"]) if environ.get("COLUMNS", "").isdigit() else columns if type(columns) is int else 80
     height = int(environ["LINES"]) if environ.get("LINES", "").isdigit() else lines if type(lines) is int else 25
     file = _Stream(terminal.get(f"{stream}_tty") is True, str(terminal.get(f"{stream}_encoding") or "utf-8"))
-    return Console(file=file, highlight=False, soft_wrap=True, width=width, height=height, legacy_windows=False,
+    return Console(file=file, highlight=False, soft_wrap=True, emoji=False, width=width, height=height, legacy_windows=False,
                    force_jupyter=False, _environ=environ)

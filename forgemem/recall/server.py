@@ -61,6 +61,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 from forgemem import __version__
 from forgemem.config import server_socket_path
@@ -87,6 +88,7 @@ class Engines:
     def __init__(self, on_notice=None, watch: bool = False, lazy: bool = False):
         self.engines: dict[tuple, object] = {}
         self.embedders: dict[str, object] = {}
+        self.config_warnings: dict[tuple, list[str]] = {}  # what each engine's config said when last read
         self.notice = on_notice
         self.watch = watch
         self.lazy = lazy  # one answer in this process: its engines read the cache on demand
@@ -115,6 +117,11 @@ class Engines:
             if self.watch:
                 engine.watch()
             self.engines[key] = engine
+        else:  # the config files as they are now (recall_floor; a setting trusted, or no longer set, since)
+            said, held = self.config_warnings.get(key, []), cast(RecallEngine, engine).workspace
+            held.config = workspace.config
+            held.warnings[:] = [*workspace.warnings, *(w for w in held.warnings if w not in said)]
+        self.config_warnings[key] = list(workspace.warnings)
         return engine
 
 
@@ -315,7 +322,11 @@ class _Server:
         import asyncio
 
         try:
-            writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            try:
+                data = json.dumps(reply, ensure_ascii=False).encode()
+            except UnicodeEncodeError:  # a lone surrogate (a command line that was not UTF-8): escaped, then
+                data = json.dumps(reply).encode()
+            writer.write(data + b"\n")
             await asyncio.wait_for(writer.drain(), timeout)
         except (TimeoutError, OSError):
             return False
