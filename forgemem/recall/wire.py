@@ -158,11 +158,19 @@ def connect(path: Path, timeout: float) -> socket.socket:
     return sock
 
 
+#: a server that let a request time out is not asked again by this process for this long (a command whose
+#: fast path gave up on it must not wait as long again for the same answer; a long-lived process retries)
+STUCK_PAUSE = 60.0
+_stuck: dict[str, float] = {}  # socket path -> when a request to it timed out
+
+
 def exchange(request: dict, timeout: float, check, on_notice=None) -> dict | None:
     """The answer of a trusted server to `request` (sent with this version), when `check(reply, op)` finds
     nothing wrong with it; None when no server answers, or one that must not be believed (said once)."""
     path = server_socket_path()
     if not os.path.lexists(path):
+        return None
+    if time.monotonic() - _stuck.get(str(path), -STUCK_PAUSE) < STUCK_PAUSE:
         return None
     op = request.get("op")
     try:
@@ -175,6 +183,10 @@ def exchange(request: dict, timeout: float, check, on_notice=None) -> dict | Non
         return None
     except LineTooLong:
         say_once(f"not using the recall server at {path}: its answer is longer than {MAX_ANSWER_BYTES} bytes", on_notice)
+        return None
+    except TimeoutError:
+        _stuck[str(path)] = time.monotonic()
+        say_once(f"the recall server at {path} did not answer within {timeout:g} s: answering here", on_notice)
         return None
     except OSError:
         return None
