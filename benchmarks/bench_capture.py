@@ -327,6 +327,13 @@ def labelled(embedder, blind: bool = False) -> None:
             print(f"{set_name:12} {name:12} {s['cases']:5d} {s['written']:7d} {s['correct']:7d} {s['expected']:8d} "
                   f"{s['precision']:9.3f} {s['recall']:7.3f} {s['written_as_supersession']:>6d} of "
                   f"{s['changes_of_mind']:<3d} {stale:5d} {s['detected_precision']:10.3f} {s['detected_recall']:10.3f}")
+            if factory is None:  # aggregate counts only: safe to print for the blind sets too
+                why: dict[str, int] = {}
+                for r in results:
+                    for reason, count in r.why_missed.items():
+                        why[reason] = why.get(reason, 0) + count
+                print(f"{'':12} {'':12} missed: " + ", ".join(f"{count} {reason}" for reason, count in sorted(
+                    why.items(), key=lambda item: -item[1])) if why else f"{'':12} {'':12} missed: none")
             if factory is None and set_name not in BLIND:
                 misses += [(set_name, r.name, "missed", str(m)) for r in results for m in r.missed]
                 misses += [(set_name, r.name, "extra", f"{w['category']}/{w['scope']} "

@@ -35,6 +35,7 @@ class CaseResult:
     superseded: int = 0  # of which written as supersessions
     stale_current: list[str] = field(default_factory=list)  # replaced existing memories still current
     detected: int = 0  # expected memories found by their words alone (category, scope and relation not checked)
+    why_missed: dict = field(default_factory=dict)  # missed expected memories by the first check that failed
 
 
 def load_cases(path: Path = CASES) -> list[dict]:
@@ -98,9 +99,25 @@ def _compare(case: dict, written: list[dict], keys: dict, stale: list[str]) -> C
         if hit is not None:
             loose.remove(hit)
             result.detected += 1
+    for want in missed:
+        reason = _why_missed(want, written, keys, found)
+        result.why_missed[reason] = result.why_missed.get(reason, 0) + 1
     result.stale_current = [name for name in keys.values() if name not in stale and any(
         str(e.get("relation", "")) == f"supersedes:{name}" for e in expected)]
     return result
+
+
+def _why_missed(want: dict, written: list[dict], keys: dict, found: dict) -> str:
+    """The first check a missed expected memory fails against the written memories holding its words:
+    "not written" (none holds them), else "category", "scope" or "relation" (of the closest one)."""
+    holding = [w for w in written if all(word.lower() in w["text"].lower() for word in want.get("words", []))]
+    if not holding:
+        return "not written"
+    if not any(_one_of(want["category"], w["category"]) for w in holding):
+        return "category"
+    if not any(_one_of(want["category"], w["category"]) and _one_of(want["scope"], w["scope"]) for w in holding):
+        return "scope"
+    return "relation"
 
 
 def _one_of(want, got) -> bool:
