@@ -76,8 +76,9 @@ def debug() -> bool:
     return bool(os.environ.get("FORGEMEM_DEBUG"))
 
 
-#: environment variables that change nothing about what a command finds or prints
-_NOT_SHAPING = ("FORGEMEM_SERVER", "FORGEMEM_SERVER_SOCKET")
+#: environment variables that change nothing about what a recall finds or prints (the server switches; the
+#: traceback of an unexpected error, which the full command shows when the server declines; the hooks' own)
+_NOT_SHAPING = ("FORGEMEM_SERVER", "FORGEMEM_SERVER_SOCKET", "FORGEMEM_DEBUG", "FORGEMEM_CLASSIFIER_RUN")
 
 
 def command_environment() -> dict[str, str]:

@@ -230,3 +230,11 @@ def test_streams_the_client_cannot_write_to_end_as_the_full_cli_ends(served, cli
         full = _run_bytes(FULL, recall, {"FORGEMEM_SERVER": "off"}, shell_suffix=">/dev/full")
         assert fast[:3] == full[:3] and not fast[3] and fast[0] == 1
         assert fast[2].startswith(b"forgemem: internal error: OSError: [Errno 28]") and b"Traceback" not in fast[2]
+
+
+def test_a_debugging_or_classifier_variable_does_not_keep_the_fast_path_from_a_client(served):
+    # they change nothing about what a recall finds or prints: a server started by a debugging session (or by
+    # the hooks of forgemem's own classifier run) still answers everyday calls the fast way, and the other way
+    code, out, err, typer_loaded = forgemem(*served, "recall", "how do I run the tests?",
+                                            env={"FORGEMEM_DEBUG": "1", "FORGEMEM_CLASSIFIER_RUN": "1"})
+    assert code == 0 and not typer_loaded and "make test" in out, err
