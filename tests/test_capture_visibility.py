@@ -418,3 +418,16 @@ def test_a_rejected_memory_is_not_announced(cli, project, workspace):
     message = hook(project, "hi")["systemMessage"]
     assert message.startswith("forgemem saved 1 memory: ") and kept.id[4:12] in message
     assert "(personal) (proposed)" in message
+
+
+def test_a_memory_replaced_before_it_was_announced_is_not_announced(project, workspace):
+    # two passes before the next prompt: the second replaces what the first wrote (a change of mind);
+    # the agent must be told only the rule that holds
+    old, _ = workspace.add("Format code with black.", scope="repo", category="project-conventions")
+    record_memories(workspace, [old])
+    new, _ = workspace.add("Format code with ruff format, not black.", scope="repo",
+                           category="project-conventions", supersedes=[old.id])
+    record_memories(workspace, [new])
+    reply = hook(project, "hi")
+    assert reply["systemMessage"].startswith("forgemem saved 1 memory: ") and new.id[4:12] in reply["systemMessage"]
+    assert old.id[4:12] not in reply["systemMessage"] and "with black." not in json.dumps(reply)

@@ -91,6 +91,20 @@ def test_review_explains_a_memory_diff(cli, repo, real_embedder):
     assert cli("review", "nope..HEAD").code == 2
 
 
+def test_review_shows_a_memory_written_and_replaced_within_the_range(cli, repo):
+    # capture wrote "black", then the user changed their mind in the same session: one commit holds both files
+    black = add(cli, "--category", "project-conventions", "Format code with black.")
+    ruff = add(cli, "--supersedes", black, "Format code with ruff format, not black.")
+    text = cli("review").out
+    assert "1 added, 1 new version(s)" in text
+    assert (f"`{black[4:12]}` repo/project-conventions: Format code with black. "
+            f"(replaced in this range by `{ruff[4:12]}`)") in text
+    assert f"`{ruff[4:12]}` v2 supersedes `{black[4:12]}` v1" in text
+    data = cli("review", "--json").json()
+    assert [v["supersedes"]["id"] for v in data["versions"]] == [black]
+    assert data["versions"][0]["supersedes"]["path"] is not None
+
+
 def test_proposed_memories_wait_for_review(cli, repo, real_embedder):
     from forgemem.capture.capturer import Capturer
     from forgemem.capture.classify import Batch

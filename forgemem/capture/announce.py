@@ -77,6 +77,7 @@ def record(conn: sqlite3.Connection, pass_id: int | None, path: str | None, memo
     Runs inside the caller's transaction (no COMMIT here), so a pass's result
     and its announcements are stored together or not at all.
     """
+    memories = list(memories)
     for statement in _SCHEMA:
         conn.execute(statement)
     now = time.time()
@@ -90,6 +91,15 @@ def record(conn: sqlite3.Connection, pass_id: int | None, path: str | None, memo
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+    # a memory this pass replaced before anyone was told about it is never announced: the agent would be
+    # handed the old rule and the new one as if both held
+    replaced = [old for m in memories for old in m.supersedes]
+    if replaced:
+        conn.execute(
+            f"UPDATE announcements SET announced = ? WHERE announced IS NULL AND memory IN "
+            f"({', '.join('?' * len(replaced))})",
+            (now, *replaced),
+        )
     return len(rows)
 
 

@@ -202,7 +202,7 @@ class Review:
     def to_dict(self) -> dict:
         def memory(m: Memory, side: Side) -> dict:
             data = m.to_dict()
-            data["path"] = side.paths.get(m.id)
+            data["path"] = side.paths.get(m.id) or self.new.paths.get(m.id)  # or written within the range
             return data
 
         return {
@@ -245,7 +245,9 @@ def compare(old: Side, new: Side) -> Review:
     for memory_id, memory in new.memories.items():
         before = old.memories.get(memory_id)
         if before is None:
-            predecessors = [old.memories[s] for s in memory.supersedes if s in old.memories]
+            # what it replaces: from before the range, else a memory written and replaced within it
+            predecessors = ([old.memories[s] for s in memory.supersedes if s in old.memories]
+                            or [new.memories[s] for s in memory.supersedes if s in new.memories])
             if predecessors:
                 review.items.append(Item("version", memory, predecessors[0]))
             else:
@@ -374,9 +376,11 @@ def render_markdown(result: Review) -> str:
     lines += [summary, ""]
     if added:
         lines.append("**Added**")
+        replaced_by = {old_id: v.memory.id for v in versions for old_id in v.memory.supersedes}
         for item in added:
             m = item.memory
-            lines.append(f"- {s(m.id)} {m.scope}/{m.category}: {_one_line(m.body)}")
+            replaced = f" (replaced in this range by {s(replaced_by[m.id])})" if m.id in replaced_by else ""
+            lines.append(f"- {s(m.id)} {m.scope}/{m.category}: {_one_line(m.body)}{replaced}")
             lines += _provenance_lines(m)
         lines.append("")
     if versions:
