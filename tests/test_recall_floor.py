@@ -178,3 +178,16 @@ def test_the_shipped_model_keeps_the_order_and_the_floor_matches_the_config():
         a, b, c = model[mode]["weights"]
         assert b > 0 and c < 0 and model[mode]["lambda"] > 0
     assert model["floor"] == Config().recall_floor
+
+
+def test_a_contradiction_shown_under_the_floor_is_said_and_its_score_explained(cli, stores):
+    # the sample store's two admin-page decisions contradict each other: the weaker one is shown beside the
+    # relevant one, over the edge, at half its score; the printout says why it is there and why it scores so
+    data = cli(*stores, "recall", "--json", "admin pages").json()
+    first, second = data["results"][:2]
+    assert first["score"] >= 0.25 > second["score"] and second["conflicts"] == [first["id"]]
+    text = cli(*stores, "recall", "--explain", "admin pages").out
+    assert text.rstrip().endswith("1 relevant, shown with 1 contradicting it; nothing else above 0.25 "
+                                  "(--all to see the rest)")
+    assert second["score"] > second["explain"]["fused"]  # half the relevant one's score, over the edge
+    assert f"score {second['score']:.3f} over the edge from the match it is linked to" in text

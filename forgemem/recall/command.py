@@ -131,7 +131,8 @@ def print_hits(out, hits: list[dict], explain: bool, floor: float, below: int, s
                 f"dense rank {e['dense_rank'] or '-'} ({dense})",
             ] + [f"{k} {v:+.3f}" for k, v in {**e.get("surroundings", {}), **e["priors"]}.items()] + [
                 f"combined {e['combined']:.3f}, place {e['position'] or '-'}: relevance {e['fused']:.3f}",
-            ]
+            ] + ([f"score {hit['score']:.3f} over the edge from the match it is linked to"]
+                 if hit["via"] and hit["score"] > e["fused"] + 5e-4 else [])
             out.print(f"    [dim]why: {escape(e['why'])}[/]")
             out.print(f"    [dim]{escape(' · '.join(parts))}[/]")
             out.print(f"    [dim]{escape(hit['path'] or '')}[/]")
@@ -139,7 +140,9 @@ def print_hits(out, hits: list[dict], explain: bool, floor: float, below: int, s
     if show_all:
         out.print(f"[dim]{shown} relevant (score {floor:.2f} or more), {len(hits) - shown} under it[/]")
     elif below:
-        out.print(f"{shown} relevant; nothing else above {floor:.2f} (--all to see the rest)")
+        beside = len(hits) - shown  # under the floor, shown because it contradicts a relevant one
+        out.print(f"{shown} relevant" + (f", shown with {beside} contradicting it" if beside else "")
+                  + f"; nothing else above {floor:.2f} (--all to see the rest)")
 
 
 def describe_via(via: list[dict]) -> str:
