@@ -104,6 +104,21 @@ def test_context_command(cli, workspace, project, monkeypatch):
     assert "Alembic" in cli("context", "-", stdin="where do migrations live?").out
 
 
+def test_the_block_marks_a_memory_whose_cited_file_is_gone(cli, workspace, project, monkeypatch):
+    monkeypatch.chdir(project)
+    (project / "calc").mkdir()
+    (project / "calc" / "ops.py").write_text("def add(a, b):\n    return a + b\n")
+    memory, _ = workspace.add("Keep the arithmetic helpers in `calc/ops.py` free of I/O.", scope="repo",
+                              category="project-conventions")
+    prompt = "where do the arithmetic helpers live, and can they do I/O?"
+    before = cli("context", "--json", prompt).json()
+    assert memory.id in before["ids"] and "may be out of date" not in before["context"]
+    (project / "calc" / "ops.py").rename(project / "calc" / "arith.py")
+    after = cli("context", "--json", prompt).json()
+    line = next(x for x in after["context"].splitlines() if "arithmetic helpers" in x)
+    assert line.endswith("(may be out of date: cites `calc/ops.py`, no longer in the repository)")
+
+
 # ------------------------------------------------------------------ /memory
 
 

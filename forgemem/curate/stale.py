@@ -21,20 +21,18 @@ before the diff are left to `doctor`, `status` and `tidy`.
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from forgemem.store.citations import mentions
 from forgemem.store.model import Memory, format_timestamp
 
 CHANGED_SHARE = 0.5
 MIN_CHANGED = 10
 GONE = ("missing-path", "missing-symbol")  # the kinds that say a cited thing no longer exists
-_BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
-_PATHLIKE = re.compile(r"^[\w.\-]+(?:/[\w.\-]*)+$|^[\w\-]+\.(?:py|md|toml|ya?ml|json|js|ts|tsx|go|rs|rb|sh|cfg|ini|txt|sql|html|css)$")
-_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$")
+
 
 
 @dataclass
@@ -54,25 +52,6 @@ class Finding:
         if self.kind == "missing-path":
             return f"cites `{self.name}`, which no longer exists"
         return self.detail
-
-
-def mentions(body: str) -> tuple[list[str], list[str]]:
-    """(paths, symbols) named in backticks."""
-    paths, symbols = [], []
-    for raw in _BACKTICKED.findall(body):
-        token = raw.strip()
-        if " " in token or any(c in token for c in "<>*$~{}[]|") or "://" in token:
-            continue
-        token = re.sub(r":\d+$", "", token)
-        if _PATHLIKE.match(token):
-            paths.append(token)
-        elif _SYMBOL.match(token):
-            name = token.removesuffix("()")
-            last = name.split(".")[-1]
-            code_like = "_" in last or re.search(r"[a-z][A-Z]|^[A-Z][a-z]+[A-Z]", last)
-            if code_like and len(last) >= 4:
-                symbols.append(last)
-    return list(dict.fromkeys(paths)), list(dict.fromkeys(symbols))
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:

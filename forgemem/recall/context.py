@@ -31,6 +31,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from forgemem.store.model import PROPOSED, short, short_ids
 
@@ -117,7 +118,24 @@ def line_for(hit: dict, labels: dict[str, str]) -> str:
         line += " (proposed, not reviewed)"
     if hit.get("conflicts"):
         line += " ⚠ CONFLICT with " + ", ".join(labels.get(c, short(c)) for c in hit["conflicts"])
+    if hit.get("gone"):
+        line += " (may be out of date: cites " + ", ".join(f"`{fence_safe(g)}`" for g in hit["gone"]) \
+            + ", no longer in the repository)"
     return line
+
+
+def mark_gone(hits: list[dict], root: Path | None) -> None:
+    """Note on each repo memory the paths it cites that are no longer in the repository at `root` (its
+    line in the block says so: an agent is not handed a rule about a file that is gone as if it held)."""
+    from forgemem.store.citations import missing_paths
+
+    if root is None:
+        return
+    for hit in hits:
+        if hit.get("scope") == "repo":
+            gone = missing_paths(hit["content"], root)
+            if gone:
+                hit["gone"] = gone
 
 
 def render(hits: list[dict], lexical_only: bool, budget: int = DEFAULT_BUDGET, model: str = "",

@@ -165,7 +165,11 @@ def handle(request: dict | Request, engines: Engines, refresh: bool = True) -> d
                 if note not in notes:
                     notes.append(note)
         if req.op == "context":
-            from forgemem.recall.context import render
+            from forgemem.recall.context import mark_gone, render
+            from forgemem.store.folder import find_repo_root
+
+            repo = engine.workspace.stores.get("repo")
+            mark_gone(answers[0], find_repo_root(repo.memory_dir) if repo is not None and repo.exists() else None)
 
             block = render(answers[0], lexical_only, req.budget, engine.workspace.config.embedding_model,
                            skip=dict(req.skip), floor=floors[0])
