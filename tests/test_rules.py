@@ -155,6 +155,16 @@ def test_a_rambling_turn_keeps_the_rule_not_the_story():
     )
 
 
+def test_a_change_of_mind_keeps_what_it_drops_when_the_rule_follows_from_now_on():
+    # "from now on …" ends a story, but the sentence naming the old choice is not story: without it the
+    # memory says "format with ruff format instead" of nothing
+    out = rule("Actually, we no longer use black in this repo. From now on format with ruff format instead.")
+    assert "black" in out and "ruff format" in out
+    assert "Jenkins" in rule("We moved off Jenkins last month. Going forward, CI runs on GitHub Actions.")
+    assert rule("I tried a bunch of stuff yesterday and it was a mess. Anyway, always run the linter before "
+                "pushing.") == "Always run the linter before pushing."
+
+
 def test_the_task_and_the_venting_riding_along_go():
     out = rule("that was PROD. never run anything against DATABASE_URL without checking. jesus.", "corrections",
                context="Ran the pending migrations against `DATABASE_URL`.")

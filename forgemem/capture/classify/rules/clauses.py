@@ -225,6 +225,13 @@ _CONCLUSION = re.compile(
 )
 
 
+#: a sentence that drops the old choice ("we no longer use black", "we moved off Jenkins"): the rule that
+#: follows it ("from now on format with ruff format instead") is only whole with it
+_DROPS_CHOICE = re.compile(
+    r"\b(?:no longer (?:use|using)|(?:are|'re) not using|stop(?:ped)? using|moved? (?:off|away from)|"
+    r"moving (?:off|away from)|switch(?:ed|ing)? (?:away )?from|got rid of|ditch(?:ed)?|dropp(?:ed|ing))\b", re.I)
+
+
 def _is_strong_rule(clause: str) -> bool:
     return bool(_IMPERATIVE_START.match(clause) or re.search(r"\b(?:always|never|must|should|do not)\b", clause, re.I))
 

@@ -6,6 +6,7 @@ import re
 
 from forgemem.capture.classify.rules.clauses import (
     _CONCLUSION,
+    _DROPS_CHOICE,
     _cap,
     _colon_reason,
     _decap,
@@ -214,7 +215,8 @@ def rule_text(sentence: str, *, category: str, scope: str, context: str = "", pr
                                    r"(?:can|could|would) you(?: please)? (?:always|never|make sure))\b",
                                    _LEAD_FILLER.sub("", p.strip()), re.I)]
     for i, p in enumerate(kept_pieces):
-        if i and _CONCLUSION.match(p.strip()) and not any(_is_strong_rule(_strip_filler(q)) for q in kept_pieces[:i]):
+        if i and _CONCLUSION.match(p.strip()) and not any(_is_strong_rule(_strip_filler(q)) or _DROPS_CHOICE.search(q)
+                                                          for q in kept_pieces[:i]):
             kept_pieces = kept_pieces[i:]  # the story before "so, …" / "anyway, …" / "long story short, …"
             break
     if not kept_pieces:
