@@ -356,6 +356,18 @@ def test_observe_status_lists_the_last_writes_across_transcripts(cli, project, w
     assert writes[0]["id"][4:12] in text and writes[1]["id"][4:12] in text
 
 
+def test_proposed_captures_say_so_in_observe_and_status(cli, project, workspace, capturer, tmp_path):
+    (project / ".forge" / "config.yaml").write_text("memory:\n  capture_review: true\n")
+    session = tmp_path / "s.jsonl"
+    session.write_text(exchange("In this repo migrations live in db/migrations.", 1))
+    written = cli("observe", "--once", "--final", str(session)).out
+    assert "(proposed)" in next(line for line in written.splitlines() if line.startswith("+ "))
+    [write] = cli("observe", "--status", "--json").json()["writes"]
+    assert write["proposed"] is True
+    assert f"{write['id'][4:12]} repo/project-conventions (proposed):" in cli("observe", "--status").out
+    assert "(proposed):" in cli("status").out
+
+
 # ------------------------------------------------------------------ review of personal proposals
 
 

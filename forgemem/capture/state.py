@@ -24,6 +24,8 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from forgemem.store.model import PROPOSED
+
 if TYPE_CHECKING:
     from forgemem.capture.capturer import PassResult
     from forgemem.workspace import Workspace
@@ -319,8 +321,8 @@ class ObserverState:
                 result.classifier,
                 result.chars_sent,
                 result.seconds,
-                json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body}
-                            for m in result.written]),
+                json.dumps([{"id": m.id, "category": m.category, "scope": m.scope, "text": m.body,
+                             **({"status": m.status} if m.status else {})} for m in result.written]),
                 len(result.skipped),
                 json.dumps([redact(note)[0] for note in result.notes]),
                 pass_id,
@@ -405,6 +407,7 @@ def last_writes(state: ObserverState, limit: int = LAST_WRITES) -> list[dict]:
                 "scope": memory["scope"],
                 "category": memory["category"],
                 "text": first_words(memory["text"]),
+                "proposed": memory.get("status") == PROPOSED,  # waiting for `forgemem review --accept`
             })
     writes = writes[:limit]
     announced: dict[str, float | None] = {}

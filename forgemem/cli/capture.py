@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, app, emit_json, err, out, state, warn
 from forgemem.errors import UsageError
-from forgemem.store.model import one_line, short
+from forgemem.store.model import PROPOSED, one_line, short
 
 
 @app.command()
@@ -103,7 +103,9 @@ def observe(
                 edge = f" (supersedes {short(memory.supersedes[0])})"
             elif memory.related:
                 edge = f" ({memory.related[0].relationship} {short(memory.related[0].id)})"
-            out.print(f"+ {short(memory.id)} {memory.scope}/{memory.category}{edge}: {escape(one_line(memory))}")
+            proposed = " (proposed)" if memory.status == PROPOSED else ""
+            out.print(f"+ {short(memory.id)} {memory.scope}/{memory.category}{proposed}{edge}: "
+                      f"{escape(one_line(memory))}")
 
     if once:
         read, ran = observer.once(compaction=compaction, final=final, on_result=report)
@@ -178,7 +180,8 @@ def _print_last_writes(writes: list[dict]) -> None:
     out.print("last writes:")
     for w in writes:
         pending = "  (not announced yet)" if w.get("announced") is False else ""
-        out.print(escape(f"  {w['time']} {w['transcript']} {short(w['id'])} {w['scope']}/{w['category']}: "
+        proposed = " (proposed)" if w.get("proposed") else ""
+        out.print(escape(f"  {w['time']} {w['transcript']} {short(w['id'])} {w['scope']}/{w['category']}{proposed}: "
                          f"{w['text']}{pending}"))
 
 

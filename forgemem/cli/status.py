@@ -115,4 +115,5 @@ def _print_observer(observer: dict, not_captured: int) -> None:
     if observer["last_captures"]:
         out.print("last captures:")
     for w in observer["last_captures"]:
-        out.print(escape(f"  {w['time']} {short(w['id'])} {w['scope']}/{w['category']}: {w['text']}"))
+        proposed = " (proposed)" if w.get("proposed") else ""
+        out.print(escape(f"  {w['time']} {short(w['id'])} {w['scope']}/{w['category']}{proposed}: {w['text']}"))
