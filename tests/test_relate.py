@@ -156,6 +156,17 @@ def test_unrelated_and_far_is_new():
     assert (relation, index) == ("new", None)
 
 
+def test_words_of_addition_do_not_make_a_refinement_of_another_subject(ask):
+    # "also", "personally", "in all my projects" sound like a refinement; f-strings have nothing to do with
+    # commit messages (a new user's capture linked the two, and recall then followed the edge)
+    relation, _, _ = ask("I prefer short commit messages",
+                         "Also, personally I prefer f-strings over str.format() in all my projects.",
+                         "The user prefers f-strings over str.format() in all the user's projects.",
+                         scope="user", old_scope="user", category="coding-preferences",
+                         old_category="coding-preferences")
+    assert relation == "new"
+
+
 def test_the_shipped_weights_match_the_code():
     data = json.loads(rel.WEIGHTS.read_text(encoding="utf-8"))
     assert tuple(data["features"]) == rel.FEATURES

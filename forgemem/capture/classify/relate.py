@@ -41,7 +41,8 @@ both stay), unrelated. The decision over all candidates:
    rule, no new name or number: the same rule said again;
 2. **supersedes** the same-scope candidate the model most believes superseded
    (a supersession never crosses scopes);
-3. **refines** the same-scope candidate it most believes refined;
+3. **refines** the same-scope candidate it most believes refined, at cosine ≥ REFINES_AT (a
+   refinement is on the same subject, whatever words of addition it uses);
 4. **relates-to** a candidate the model puts on the same subject in the other
    scope, or the nearest one at cosine ≥ RELATED_AT;
 5. otherwise **new**.
@@ -64,6 +65,9 @@ WEIGHTS = Path(__file__).with_name("relate_weights.json")
 CLASSES = ("supersedes", "refines", "other-scope", "unrelated")
 DUPLICATE_AT = 0.86
 RELATED_AT = 0.55
+#: a refinement adds to a rule on the same subject: under this cosine the two are about different things,
+#: whatever words of addition the new one uses ("also", "personally", "in all my projects")
+REFINES_AT = 0.2
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,8 @@ def relate(
         picks = [i for i, p in enumerate(probs) if max(p, key=p.get) == label]
         if label in ("supersedes", "refines"):  # a supersession or refinement never crosses scopes
             picks = [i for i in picks if candidates[i].scope == scope]
+        if label == "refines":
+            picks = [i for i in picks if candidates[i].similarity >= REFINES_AT]
         return max(picks, key=lambda i: probs[i][label]) if picks else None
 
     if _same_rule_again(new_text, said, xs[nearest], candidates[nearest], scope):
