@@ -126,6 +126,7 @@ def test_slash_commands_answer_usefully(workspace):
         in shown.splitlines()
     assert "supersedes →" in run(f"/memory graph {head.id[4:12]}")
     assert "**Conflict**" in run("/memory conflicts")
+    assert '(`forgemem add "NEW TEXT" --supersedes A --supersedes B`)' in run("/memory conflicts")
     assert "current memories" in run("/memory stats")
 
 

@@ -296,6 +296,8 @@ def graph(snap: Snapshot, ref: str) -> str:
 
 
 def conflicts(snap: Snapshot) -> str:
+    from forgemem.curate.nearby import supersede_command
+
     ids = _Ids(snap)
     pairs = [(e.source, e.target) for e in snap.graph.contradictions()]
     forks = snap.graph.forks().items()
@@ -310,7 +312,7 @@ def conflicts(snap: Snapshot) -> str:
                 lines.append(f"  - `{ids(memory_id)}` {memory.category}: {one_line(memory, 120)}")
     for base, heads in forks:
         lines.append(f"**Fork**: `{ids(base)}` is superseded by " + " and ".join(f"`{ids(h)}`" for h in heads))
-    lines.append("Resolve by adding a memory that supersedes both (`forgemem add --supersedes A --supersedes B`).")
+    lines.append(f"Resolve by adding a memory that supersedes both (`{supersede_command(['A', 'B'])}`).")
     return "\n".join(lines)
 
 
