@@ -24,8 +24,8 @@ from forgemem.store.folder import (  # noqa: F401 - init_forge_dir, default_forg
     Store,
     default_forge_dir,
     find_repo_memory_dir,
-    find_repo_root,
     init_forge_dir,
+    repository_without_store,
     user_memory_dir,
 )
 from forgemem.store.model import (
@@ -138,8 +138,8 @@ class Workspace:
         repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user, skipped=skipped)
         pending = None
         if repo is None and repo_on_first_write and not repo_override:
-            root = find_repo_root(cwd)
-            if root is not None and not (root / FORGE_DIR).exists() and root != Path.home().resolve():
+            root = repository_without_store(cwd)
+            if root is not None:
                 repo = pending = root / FORGE_DIR / MEMORY_DIR
         stores = {"user": Store("user", user.expanduser().absolute())}
         if repo is not None:
