@@ -127,6 +127,11 @@ def test_show_by_prefix_and_ambiguity(repo, cli):
     assert f"'{shared}' matches {firsts.count(shared)} memories" in result.err
     missing = cli("show", "mem_zzz")
     assert missing.code == 2 and "no memory has an id starting with 'mem_zzz'" in missing.err
+    for bare in ("mem_", "mem", "m", ""):  # every id starts so: a usage error asking for more, not "no memory"
+        result = cli("show", bare)
+        assert result.code == 2 and result.err.strip() == (
+            f"forgemem: error: {bare!r} is too short: give the first characters of the id after mem_ "
+            "(`forgemem list`)"), bare
 
 
 def test_link_adds_a_typed_edge_and_rejects_bad_ones(repo, cli):
