@@ -297,3 +297,14 @@ def test_one_line_joins_lines_and_cuts_with_an_ellipsis():
     assert one_line("a\n\n  b\tc ") == "a b c"
     assert one_line(make_memory(body="first line\nsecond line"), 12) == "first line…"  # no blank before "…"
     assert one_line("exactly ten", 11) == "exactly ten" and one_line("exactly ten", 10) == "exactly t…"
+
+
+def test_help_names_the_agents_install_accepts_and_that_add_needs_a_category(cli):
+    from forgemem.agents.registry import AGENTS
+
+    for command in ("install", "uninstall"):
+        result = cli(command, "--help")
+        assert result.code == 0 and f"AGENT: one of {', '.join(AGENTS)}." in result.out, command
+    assert {"claude-code", "codex", "git"} <= set(AGENTS)
+    text = " ".join(cli("add", "--help").out.split())
+    assert "-c, --category TEXT Required (with --supersedes: the old version's by default)." in text

@@ -117,7 +117,8 @@ def add(
     text: str = typer.Argument(..., help="The memory's text; '-' reads it from stdin."),
     scope: Optional[str] = typer.Option(None, "--scope", "-s", help="repo or user (default: repo if there is one)."),
     category: Optional[str] = typer.Option(
-        None, "--category", "-c", help=f"One of: {', '.join(CATEGORIES)}."
+        None, "--category", "-c",
+        help=f"Required (with --supersedes: the old version's by default). One of: {', '.join(CATEGORIES)}."
     ),
     tags: str = typer.Option("", "--tags", "-t", help="Comma-separated tags."),
     supersedes: list[str] = typer.Option(
