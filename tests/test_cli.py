@@ -308,3 +308,13 @@ def test_help_names_the_agents_install_accepts_and_that_add_needs_a_category(cli
     assert {"claude-code", "codex", "git"} <= set(AGENTS)
     text = " ".join(cli("add", "--help").out.split())
     assert "-c, --category TEXT Required (with --supersedes: the old version's by default)." in text
+
+
+def test_one_memory_is_counted_in_the_singular(repo, cli):
+    from forgemem.agents import slash
+    from forgemem.workspace import Workspace
+
+    add(cli, "Repo convention one.", "-c", "project-conventions")
+    assert cli("list").out.splitlines()[-1] == "1 memory"
+    listed = slash.run("/memory list", Workspace.open())
+    assert listed.splitlines()[0] == "**1 memory**:"

@@ -178,7 +178,7 @@ def list_memories(snap: Snapshot, rest: str) -> str:
     if not heads:
         return "\n".join(["No memories" + (f" in {what}." if what else " yet."), *_problems(snap)])
     heads.sort(key=lambda m: (m.scope, m.category, -m.created_at.timestamp()))
-    lines = [f"**{len(heads)} memories**" + (f" ({what})" if what else "") + ":"]
+    lines = [f"**{len(heads)} memor{'y' if len(heads) == 1 else 'ies'}**" + (f" ({what})" if what else "") + ":"]
     lines += [_line(m, ids, snap) for m in heads[:LIST_LIMIT]]
     if len(heads) > LIST_LIMIT:
         lines.append(f"… and {len(heads) - LIST_LIMIT} more; narrow with `/memory list <category>` or search.")
@@ -371,7 +371,7 @@ def stats(snap: Snapshot) -> str:
         lines.append(f"- {scope}: {shown or 'none'}")
     chains = sum(1 for m in heads if m.version > 1)
     lines.append(
-        f"- {chains} memories changed at least once; {len(snap.graph.contradictions())} conflict(s); "
+        f"- {chains} memor{'y' if chains == 1 else 'ies'} changed at least once; {len(snap.graph.contradictions())} conflict(s); "
         f"{len(snap.graph.forks())} fork(s); {len(snap.problems)} problem(s)"
     )
     return "\n".join(lines + _problems(snap))

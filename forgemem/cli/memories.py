@@ -227,7 +227,7 @@ def list_(
             out.print(line, no_wrap=True, overflow="ellipsis")
         else:
             out.print(line)
-    out.print(f"[dim]{len(memories)} memories[/]")
+    out.print(f"[dim]{len(memories)} memor{'y' if len(memories) == 1 else 'ies'}[/]")
 
 
 @app.command()
