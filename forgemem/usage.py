@@ -166,7 +166,7 @@ class Usage:
 # ------------------------------------------------------------------ tokens injected (from the hooks log)
 
 #: the JSON part of a hooks-log injection line: `<time> injected N memories, T tokens, M ms {"event": "injected", …}`
-_INJECTED = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d) injected (\d+) memories, (\d+) tokens\b[^{]*(\{"event": "injected".*\})?$')
+_INJECTED = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d) injected (\d+) memor(?:y|ies), (\d+) tokens\b[^{]*(\{"event": "injected".*\})?$')
 TOP = 10
 
 
@@ -175,7 +175,7 @@ def injection_message(ids: list[str], tokens: int, ms: float, session: str | Non
     object for `forgemem stats --tokens`: memory ids, tokens, the agent's session id. Never memory text."""
     data = {"event": "injected", "session": session if isinstance(session, str) else None, "tokens": tokens,
             "ids": list(ids), "ms": round(ms)}
-    return f"injected {len(ids)} memories, {tokens} tokens, {ms:.0f} ms {json.dumps(data)}"
+    return f"injected {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}, {tokens} tokens, {ms:.0f} ms {json.dumps(data)}"
 
 
 def token_report(log: Path, current: list[str], top: int = TOP) -> dict:

@@ -24,8 +24,8 @@ from forgemem.store.folder import (  # noqa: F401 - init_forge_dir, default_forg
     Store,
     default_forge_dir,
     find_repo_memory_dir,
-    find_repo_root,
     init_forge_dir,
+    repository_without_store,
     user_memory_dir,
 )
 from forgemem.store.model import (
@@ -66,9 +66,11 @@ class Snapshot:
         ref = ref.strip()
         if ref in self.graph.memories:
             return self.graph.memories[ref]
+        if "mem_".startswith(ref):  # "", "m" … "mem_": what every id starts with
+            raise UsageError(f"{ref!r} is too short: give the first characters of the id after mem_ (`forgemem list`)")
         prefix = ref if ref.startswith("mem_") else f"mem_{ref}"
         matches = [m for m in self.graph.memories.values() if m.id.startswith(prefix)]
-        if len(ref.removeprefix("mem_")) < 1 or not matches:
+        if not matches:
             raise broken_file_error(self, ref) or UsageError(f"no memory has an id starting with {ref!r}")
         if len(matches) > 1:
             shown = ", ".join(sorted(m.id for m in matches)[:10])
@@ -118,13 +120,8 @@ class Workspace:
         self.config = config
 
     @classmethod
-    def open(
-        cls,
-        cwd: Path | None = None,
-        repo_dir: Path | str | None = None,
-        user_dir: Path | str | None = None,
-        repo_on_first_write: bool = False,
-    ) -> "Workspace":
+    def open(cls, cwd: Path | None = None, repo_dir: Path | str | None = None, user_dir: Path | str | None = None,
+             repo_on_first_write: bool = False) -> "Workspace":
         """Find both stores: explicit folders, then env vars, then discovery.
 
         With `repo_on_first_write` (capture), a git repository without a `.forge/` still gets a repo
@@ -138,8 +135,8 @@ class Workspace:
         repo = Path(repo_override) if repo_override else find_repo_memory_dir(cwd, exclude=user, skipped=skipped)
         pending = None
         if repo is None and repo_on_first_write and not repo_override:
-            root = find_repo_root(cwd)
-            if root is not None and not (root / FORGE_DIR).exists() and root != Path.home().resolve():
+            root = repository_without_store(cwd)
+            if root is not None:
                 repo = pending = root / FORGE_DIR / MEMORY_DIR
         stores = {"user": Store("user", user.expanduser().absolute())}
         if repo is not None:

@@ -141,10 +141,11 @@ def test_slash_commands_answer_usefully(workspace):
         in shown.splitlines()
     assert "supersedes →" in run(f"/memory graph {head.id[4:12]}")
     assert "**Conflict**" in run("/memory conflicts")
+    assert '(`forgemem add "NEW TEXT" --supersedes A --supersedes B`)' in run("/memory conflicts")
     assert "current memories" in run("/memory stats")
 
 
-def test_slash_mistakes_get_one_line_never_a_traceback(workspace):
+def test_slash_mistakes_get_one_line_never_a_traceback(workspace, project):
     answers = [
         slash.run("/memory frobnicate", workspace),
         slash.run("/memory show", workspace),
@@ -158,6 +159,15 @@ def test_slash_mistakes_get_one_line_never_a_traceback(workspace):
     for answer in answers:
         assert "\n" not in answer and "Traceback" not in answer, answer
     assert answers[0].startswith("Unknown /memory command `frobnicate`")
+    # the answers name the command the user typed: `/forgemem` in Claude Code (its own /memory is another thing)
+    assert slash.run("/forgemem frobnicate", workspace).startswith("Unknown /forgemem command `frobnicate`")
+    assert slash.run("/forgemem", workspace).endswith("`/forgemem help` for commands.")
+    assert slash.run("/forgemem help", workspace).startswith("**/forgemem**") and "/memory" not in \
+        slash.run("/forgemem help", workspace)
+    assert slash.run("/forgemem show", workspace).startswith("Usage: `/forgemem show <id>`")
+    hooked = json.loads(claude_code.claude_code(json.dumps({
+        "hook_event_name": "UserPromptSubmit", "prompt": "/forgemem", "cwd": str(project)})))
+    assert hooked["reason"].endswith("`/forgemem help` for commands.")
     assert answers[2] == "No memory has an id starting with `deadbeefdead`."
     assert "matches" in answers[7]  # ambiguous prefix: says so
 

@@ -127,6 +127,11 @@ def test_show_by_prefix_and_ambiguity(repo, cli):
     assert f"'{shared}' matches {firsts.count(shared)} memories" in result.err
     missing = cli("show", "mem_zzz")
     assert missing.code == 2 and "no memory has an id starting with 'mem_zzz'" in missing.err
+    for bare in ("mem_", "mem", "m", ""):  # every id starts so: a usage error asking for more, not "no memory"
+        result = cli("show", bare)
+        assert result.code == 2 and result.err.strip() == (
+            f"forgemem: error: {bare!r} is too short: give the first characters of the id after mem_ "
+            "(`forgemem list`)"), bare
 
 
 def test_link_adds_a_typed_edge_and_rejects_bad_ones(repo, cli):
@@ -292,3 +297,24 @@ def test_one_line_joins_lines_and_cuts_with_an_ellipsis():
     assert one_line("a\n\n  b\tc ") == "a b c"
     assert one_line(make_memory(body="first line\nsecond line"), 12) == "first line…"  # no blank before "…"
     assert one_line("exactly ten", 11) == "exactly ten" and one_line("exactly ten", 10) == "exactly t…"
+
+
+def test_help_names_the_agents_install_accepts_and_that_add_needs_a_category(cli):
+    from forgemem.agents.registry import AGENTS
+
+    for command in ("install", "uninstall"):
+        result = cli(command, "--help")
+        assert result.code == 0 and f"AGENT: one of {', '.join(AGENTS)}." in result.out, command
+    assert {"claude-code", "codex", "git"} <= set(AGENTS)
+    text = " ".join(cli("add", "--help").out.split())
+    assert "-c, --category TEXT Required (with --supersedes: the old version's by default)." in text
+
+
+def test_one_memory_is_counted_in_the_singular(repo, cli):
+    from forgemem.agents import slash
+    from forgemem.workspace import Workspace
+
+    add(cli, "Repo convention one.", "-c", "project-conventions")
+    assert cli("list").out.splitlines()[-1] == "1 memory"
+    listed = slash.run("/memory list", Workspace.open())
+    assert listed.splitlines()[0] == "**1 memory**:"

@@ -117,7 +117,7 @@ def test_the_server_declines_what_the_command_would_refuse_or_cannot_serve(tmp_p
     for change in ({"folder": "relative"}, {"k": 0}, {"k": True}, {"hops": 6}, {"scope": "both"},
                    {"category": "gossip"}, {"tags": "a"}, {"history": "yes"}, {"cwd": str(tmp_path / "nowhere")},
                    {"terminal": {"environ": {"TERM": 5}}}, {"environment": {**command_environment(), "HOME": "/x"}},
-                   {"query": "q" * 20_000}, {}):  # the last: a user store that is not a memory folder (not named memory)
+                   {"query": "q" * 20_000}, {"query": ""}, {"query": " \t\n"}, {}):  # the last: a user store that is not a memory folder (not named memory)
         reply = answer_command({**good, **change}, engines)
         assert reply["ok"] is False and reply["error"], change
 
@@ -133,6 +133,15 @@ def test_a_no_server_fallback_and_anything_unusual_go_through_the_full_cli(serve
     monkeypatch.setenv("FORGEMEM_SERVER", "off")
     code, out, _err, typer_loaded = forgemem(*served, "recall", "how do I run the tests?")
     assert code == 0 and typer_loaded and "make test" in out
+
+
+def test_an_empty_query_is_a_usage_error_warm_or_not(served, cli):
+    said = 'forgemem: error: the query is empty: say what to recall, e.g. forgemem recall "how do we run the tests"'
+    for query in ("", "   "):
+        code, out, err, typer_loaded = forgemem(*served, "recall", query)
+        assert (code, out, err.strip()) == (2, "", said) and typer_loaded, query  # the server declined it
+        full = cli(*served, "recall", "--json", query)
+        assert (full.code, full.out, full.err.strip()) == (2, "", said)
 
 
 @pytest.mark.parametrize(("args", "expected"), [

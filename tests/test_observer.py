@@ -368,3 +368,18 @@ def test_an_unchanged_transcript_is_skipped_without_taking_the_write_lock(worksp
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+def test_cli_once_says_that_a_short_transcript_waits_for_the_cadence(cli, project, tmp_path, monkeypatch):
+    monkeypatch.chdir(project)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(exchange("We always squash-merge pull requests.") + exchange("ok then", n=2))
+    result = cli("observe", "--once", str(transcript))
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        "read 3 turn(s), ran 0 capture pass(es), wrote 0 memories",  # the last answer may go on
+        "2 exchange(s) wait until there are 5 (cadence_turns) for a capture pass; `--final` captures them now"]
+    final = cli("observe", "--once", "--final", str(transcript))
+    assert final.code == 0 and "ran 1 capture pass(es)" in final.err and "--final" not in final.err
+    again = cli("observe", "--once", str(transcript))  # nothing new read: nothing to say about waiting
+    assert again.err.splitlines() == ["read 0 turn(s), ran 0 capture pass(es), wrote 0 memories"]

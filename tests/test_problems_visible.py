@@ -55,7 +55,7 @@ def test_recall_context_list_and_slash_say_how_many_files_could_not_be_read(repo
     assert context.code == 0 and "ruff" in context.out and LINE_1 in context.err
     assert LINE_1 in cli("context", "run the linter with ruff before a commit", "--json").json()["notes"]
     listed = cli("list")
-    assert "1 memories" in listed.out and LINE_1 in listed.err
+    assert "1 memory" in listed.out and LINE_1 in listed.err
     assert LINE_1 in cli("slash", "/memory").out
     assert LINE_1 in cli("slash", "/memory list").out
     assert LINE_1 in cli("slash", "/memory search ruff").out

@@ -158,3 +158,21 @@ def test_large_store_is_parsed_by_worker_processes_through_the_module_entry_poin
     data = __import__("json").loads(run.stdout)
     assert data["files_checked"] == PARALLEL_FROM + 51
     assert [p["reason"] for p in data["problems"]] == ["no YAML front matter (the file must start with a '---' line)"]
+
+
+def test_add_in_a_repository_without_a_store_says_where_the_memory_went(git_repo, isolated_home, cli):
+    os.chdir(git_repo)
+    result = cli("add", "Use tabs in Makefiles", "-c", "project-conventions")
+    assert result.code == 0
+    path = result.out.strip().split("\t")[1]
+    assert path.startswith(str(isolated_home / ".forge" / "memory"))  # where it went is unchanged
+    [line] = [x for x in result.err.splitlines() if "repo store" in x]
+    assert line == ("forgemem: project has no repo store, so this memory went to your user store: "
+                    "`forgemem init` creates one (pass --scope user to write there without this note)")
+    assert not (git_repo / ".forge").exists()
+    # the user's own choice, a personal fact, or a store that exists: nothing to say
+    assert "repo store" not in cli("add", "Use spaces in Python", "-c", "project-conventions", "-s", "user").err
+    assert "repo store" not in cli("add", "I live in Berlin", "-c", "user-facts").err
+    assert cli("init").code == 0
+    again = cli("add", "Use tabs in Go files", "-c", "project-conventions")
+    assert "repo store" not in again.err and str(git_repo / ".forge") in again.out

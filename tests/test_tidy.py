@@ -92,8 +92,10 @@ def test_add_warns_about_a_near_duplicate_and_still_writes_it(cli, repo):
     warning = (f"forgemem: Similar to {short(old['id'])} (0.8" in result.err
                or f"forgemem: Similar to {short(old['id'])} (0.9" in result.err)
     assert warning, result.err
-    assert f"Do not deploy on Fridays. If this replaces it: forgemem add --supersedes {short(old['id'])} " \
-           f"--supersedes {short(new_id)} …" in result.err
+    command = f'forgemem add "NEW TEXT" --supersedes {short(old["id"])} --supersedes {short(new_id)}'
+    assert f"Do not deploy on Fridays. If this replaces it: {command} (one version in place of both)" \
+        in result.err
+    assert "…" not in result.err.split("If this replaces it:")[1]  # copied as printed, nothing becomes the text
 
     # following the advice leaves one current memory, and both old files in place
     again = add(cli, "Never deploy on a Friday.", "--supersedes", short(old["id"]), "--supersedes", short(new_id))

@@ -76,6 +76,7 @@ def test_older_lines_a_cut_first_line_and_odd_session_ids(tmp_path):
         f"2026-11-21T11:00:00 {injection_message(['mem_a'], 30, 5, None)}\n"
         "2026-11-21T12:00:00 injected 0 memories, 0 tokens, 4 ms\n")
     assert len(log.read_text().splitlines()) == 6  # the odd session id stayed on its line
+    assert injection_message(["mem_a"], 30, 5, None).startswith("injected 1 memory, 30 tokens")  # read back below
     report = token_report(log, ["mem_a", "mem_b", "mem_c"])
     assert report["since"] == "2026-11-20T09:00:00"
     assert report["injections"] == 3 and report["tokens"] == 230

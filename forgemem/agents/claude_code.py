@@ -129,7 +129,7 @@ def slash_answer(prompt: str, cwd: Path) -> str:
     from forgemem.agents import slash
     from forgemem.workspace import Workspace
 
-    line = SLASH_PROMPT.sub("/memory", prompt, count=1).strip()
+    line = prompt.strip()  # `/forgemem …`: the answers name the command the user typed
     try:
         workspace = Workspace.open(cwd=cwd)
     except Exception as exc:  # noqa: BLE001 - one line for the user, not a traceback

@@ -91,7 +91,7 @@ def announced(workspace) -> list:
         log(f"announcing captured memories failed: {type(exc).__name__}: {exc}")
         return []
     if saved:
-        log(f"announced {len(saved)} captured memories: {' '.join(s.short for s in saved)}")
+        log(f"announced {len(saved)} captured memor{'y' if len(saved) == 1 else 'ies'}: {' '.join(s.short for s in saved)}")
     return saved
 
 

@@ -15,13 +15,15 @@
 Answers are compact markdown for a chat pane: ids shortened to the shortest
 unambiguous prefix (8+ characters, accepted back by every command), one line
 per memory, details on request. Mistakes get a one-line answer, never a traceback.
-`/forgemem …` (the Claude Code command name) and a bare sub-command are the same.
+`/forgemem …` (the Claude Code command name) and a bare sub-command are the same; answers name the
+command as it was typed (`/memory` for a bare sub-command).
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from forgemem.errors import ForgememError
 from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, one_line, short, short_ids
@@ -42,6 +44,12 @@ HELP = """**/memory** — forgemem's long-term memory
 - `/memory add [category:] <text>` — remember something
 - `/memory stats` — counts
 Categories: """ + ", ".join(CATEGORIES) + "."
+#: the command as the user typed it (`/forgemem` in Claude Code, `/memory` elsewhere): every answer names it
+_NAME: ContextVar[str] = ContextVar("slash_name", default="/memory")
+
+
+def _cmd() -> str:
+    return _NAME.get()
 
 
 class SlashError(Exception):
@@ -50,6 +58,8 @@ class SlashError(Exception):
 
 def run(line: str, workspace: Workspace, search: Callable[[str, int], list[dict]] | None = None) -> str:
     """The markdown answer to one `/memory …` line. Never raises for bad input."""
+    typed = line.strip()
+    token = _NAME.set(next((p for p in PREFIXES if typed == p or typed.startswith(p + " ")), "/memory"))
     try:
         return _dispatch(line, workspace, search)
     except SlashError as exc:
@@ -58,6 +68,8 @@ def run(line: str, workspace: Workspace, search: Callable[[str, int], list[dict]
         return f"forgemem: {exc}"
     except Exception as exc:  # noqa: BLE001 - a chat pane gets one line, not a traceback
         return f"forgemem could not do that ({type(exc).__name__}: {exc})"
+    finally:
+        _NAME.reset(token)
 
 
 def _dispatch(line: str, workspace: Workspace, search) -> str:
@@ -72,7 +84,7 @@ def _dispatch(line: str, workspace: Workspace, search) -> str:
     if command in ("", "summary"):
         return summary(workspace.load())
     if command in ("help", "-h", "--help", "?"):
-        return HELP
+        return HELP.replace("/memory", _cmd())
     handlers = {
         "list": lambda: list_memories(workspace.load(), rest),
         "ls": lambda: list_memories(workspace.load(), rest),
@@ -89,7 +101,7 @@ def _dispatch(line: str, workspace: Workspace, search) -> str:
     handler = handlers.get(command)
     if handler is None:
         raise SlashError(
-            f"Unknown /memory command `{command}`. Try: list, search, show, history, graph, "
+            f"Unknown {_cmd()} command `{command}`. Try: list, search, show, history, graph, "
             "conflicts, forget, add, stats, help."
         )
     return handler()
@@ -98,7 +110,7 @@ def _dispatch(line: str, workspace: Workspace, search) -> str:
 def _one_id(rest: str, command: str) -> str:
     words = rest.split()
     if len(words) != 1:
-        raise SlashError(f"Usage: `/memory {command} <id>` (an id or its first characters, from `/memory list`).")
+        raise SlashError(f"Usage: `{_cmd()} {command} <id>` (an id or its first characters, from `{_cmd()} list`).")
     return words[0].strip("`")
 
 
@@ -158,7 +170,7 @@ def summary(snap: Snapshot) -> str:
     if newest:
         lines.append("Newest:")
         lines += [_line(m, ids, snap) for m in newest]
-    lines.append("`/memory help` for commands.")
+    lines.append(f"`{_cmd()} help` for commands.")
     return "\n".join(lines)
 
 
@@ -173,21 +185,21 @@ def list_memories(snap: Snapshot, rest: str) -> str:
             heads = [m for m in heads if m.scope == what]
         else:
             raise SlashError(
-                f"`/memory list` takes a category ({', '.join(CATEGORIES)}) or a scope (repo, user), not `{rest}`."
+                f"`{_cmd()} list` takes a category ({', '.join(CATEGORIES)}) or a scope (repo, user), not `{rest}`."
             )
     if not heads:
         return "\n".join(["No memories" + (f" in {what}." if what else " yet."), *_problems(snap)])
     heads.sort(key=lambda m: (m.scope, m.category, -m.created_at.timestamp()))
-    lines = [f"**{len(heads)} memories**" + (f" ({what})" if what else "") + ":"]
+    lines = [f"**{len(heads)} memor{'y' if len(heads) == 1 else 'ies'}**" + (f" ({what})" if what else "") + ":"]
     lines += [_line(m, ids, snap) for m in heads[:LIST_LIMIT]]
     if len(heads) > LIST_LIMIT:
-        lines.append(f"… and {len(heads) - LIST_LIMIT} more; narrow with `/memory list <category>` or search.")
+        lines.append(f"… and {len(heads) - LIST_LIMIT} more; narrow with `{_cmd()} list <category>` or search.")
     return "\n".join(lines + _problems(snap))
 
 
 def search_memories(workspace: Workspace, query: str, search) -> str:
     if not query:
-        raise SlashError("Usage: `/memory search <what you want to find>`.")
+        raise SlashError(f"Usage: `{_cmd()} search <what you want to find>`.")
     hits = (search or _search_in_process(workspace))(query, SEARCH_K)
     snap = workspace.load()
     if not hits:
@@ -296,6 +308,8 @@ def graph(snap: Snapshot, ref: str) -> str:
 
 
 def conflicts(snap: Snapshot) -> str:
+    from forgemem.curate.nearby import supersede_command
+
     ids = _Ids(snap)
     pairs = [(e.source, e.target) for e in snap.graph.contradictions()]
     forks = snap.graph.forks().items()
@@ -310,14 +324,14 @@ def conflicts(snap: Snapshot) -> str:
                 lines.append(f"  - `{ids(memory_id)}` {memory.category}: {one_line(memory, 120)}")
     for base, heads in forks:
         lines.append(f"**Fork**: `{ids(base)}` is superseded by " + " and ".join(f"`{ids(h)}`" for h in heads))
-    lines.append("Resolve by adding a memory that supersedes both (`forgemem add --supersedes A --supersedes B`).")
+    lines.append(f"Resolve by adding a memory that supersedes both (`{supersede_command(['A', 'B'])}`).")
     return "\n".join(lines)
 
 
 def forget(workspace: Workspace, rest: str) -> str:
     ref, _, reason = rest.partition(" ")
     if not ref:
-        raise SlashError("Usage: `/memory forget <id> [reason]`.")
+        raise SlashError(f"Usage: `{_cmd()} forget <id> [reason]`.")
     snap = workspace.load()
     memory = _resolve(snap, ref.strip("`"))
     retraction, _ = workspace.forget(memory.id, reason=reason.strip())
@@ -327,7 +341,7 @@ def forget(workspace: Workspace, rest: str) -> str:
 
 def add(workspace: Workspace, rest: str) -> str:
     if not rest:
-        raise SlashError("Usage: `/memory add [category:] <text>`, e.g. `/memory add corrections: use ruff, not flake8`.")
+        raise SlashError(f"Usage: `{_cmd()} add [category:] <text>`, e.g. `{_cmd()} add corrections: use ruff, not flake8`.")
     category, _, text = rest.partition(":")
     if category.strip().lower() in CATEGORIES and text.strip():
         category, text = category.strip().lower(), text.strip()
@@ -369,7 +383,7 @@ def stats(snap: Snapshot) -> str:
         lines.append(f"- {scope}: {shown or 'none'}")
     chains = sum(1 for m in heads if m.version > 1)
     lines.append(
-        f"- {chains} memories changed at least once; {len(snap.graph.contradictions())} conflict(s); "
+        f"- {chains} memor{'y' if chains == 1 else 'ies'} changed at least once; {len(snap.graph.contradictions())} conflict(s); "
         f"{len(snap.graph.forks())} fork(s); {len(snap.problems)} problem(s)"
     )
     return "\n".join(lines + _problems(snap))

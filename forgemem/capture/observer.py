@@ -307,6 +307,12 @@ class Observer:
         read = sum(self.poll_safely(path, compaction=compaction, final=final) for path in self.transcripts())
         return read, self.run_pending(on_result)
 
+    def waiting(self) -> int:
+        """Exchanges read from the watched transcripts and in no pass yet: they wait for `cadence`
+        exchanges in all, a compaction, or the session's end (`--final`)."""
+        rows = (self.state.transcript(str(path)) for path in self.transcripts())
+        return sum(row["humans"] - row["humans_at_pass"] for row in rows if row is not None)
+
     def poll_safely(self, path: Path, compaction: bool = False, final: bool = False) -> int:
         """`poll`, but a failure on one transcript is said and the others are still read (a broken
         state database is the exception: it is for the caller and the next start to handle)."""

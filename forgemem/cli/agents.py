@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from forgemem.agents.registry import AGENTS
 from forgemem.cli.app import app, err, out, state, warn
 
 
@@ -38,7 +39,9 @@ def hook(
 
 
 
-_AGENT_ARGUMENT = typer.Argument(..., help="claude-code, codex or git.")
+_AGENT_ARGUMENT = typer.Argument(..., help=", ".join(AGENTS))
+#: `--help` shows no argument's help: the agents are named in the command's own text, from the registry
+_AGENTS_ACCEPTED = f"AGENT: one of {', '.join(AGENTS)}."
 
 
 _USER_OPTION = typer.Option(False, "--user", help="claude-code: ~/.claude instead of this project's .claude.")
@@ -76,13 +79,13 @@ def _run_plan(plan, dry_run: bool, verb: str) -> None:
         err.print(f"forgemem {verb}")
 
 
-@app.command()
+@app.command(help="Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff and merge "
+             f"drivers (git).\n\n{_AGENTS_ACCEPTED}")
 def install(
     agent: str = _AGENT_ARGUMENT,
     user: bool = _USER_OPTION,
     dry_run: bool = _DRY_RUN_OPTION,
 ) -> None:
-    """Wire forgemem in: hooks and /forgemem (Claude Code), notify + MCP (Codex), the diff and merge drivers (git)."""
     _run_plan(_install_plan(agent, user, uninstall=False), dry_run, "installed")
     if agent != "git":  # which classifier capture uses, and how to have the agent itself decide
         from forgemem.capture.classify.agent_cli import install_note
@@ -90,13 +93,12 @@ def install(
         warn(install_note(agent, state.workspace))
 
 
-@app.command()
+@app.command(help=f"Remove exactly what `forgemem install` added.\n\n{_AGENTS_ACCEPTED}")
 def uninstall(
     agent: str = _AGENT_ARGUMENT,
     user: bool = _USER_OPTION,
     dry_run: bool = _DRY_RUN_OPTION,
 ) -> None:
-    """Remove exactly what `forgemem install` added."""
     _run_plan(_install_plan(agent, user, uninstall=True), dry_run, "uninstalled")
 
 

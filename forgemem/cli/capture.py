@@ -114,6 +114,10 @@ def observe(
         else:
             written = sum(len(r["written"]) for r in results)
             err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {written} memor{'y' if written == 1 else 'ies'}")
+            waiting = observer.waiting() if read and not ran and not (final or compaction) else 0
+            if waiting:
+                err.print(f"{waiting} exchange(s) wait until there are {observer.cadence} (cadence_turns) for a "
+                          "capture pass; `--final` captures them now")
         for folder in workspace.created:
             err.print(f"created the repository's store {folder} (as `forgemem init` does): review it with "
                       "`git status` and commit it, or delete it")

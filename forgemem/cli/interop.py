@@ -120,8 +120,8 @@ def export(
             out.print(f"{name}: the forgemem section {state_}")
         elif result.written:
             out.print(f"{'created' if result.created else 'updated'} {name}: "
-                      f"{len(selection.memories)} memories, {selection.tokens} tokens{extra}")
+                      f"{len(selection.memories)} memor{'y' if len(selection.memories) == 1 else 'ies'}, {selection.tokens} tokens{extra}")
         else:
-            out.print(f"{name} is up to date ({len(selection.memories)} memories{extra})")
+            out.print(f"{name} is up to date ({len(selection.memories)} memor{'y' if len(selection.memories) == 1 else 'ies'}{extra})")
     if check and result.changed:
         raise typer.Exit(1)

@@ -117,7 +117,8 @@ def add(
     text: str = typer.Argument(..., help="The memory's text; '-' reads it from stdin."),
     scope: Optional[str] = typer.Option(None, "--scope", "-s", help="repo or user (default: repo if there is one)."),
     category: Optional[str] = typer.Option(
-        None, "--category", "-c", help=f"One of: {', '.join(CATEGORIES)}."
+        None, "--category", "-c",
+        help=f"Required (with --supersedes: the old version's by default). One of: {', '.join(CATEGORIES)}."
     ),
     tags: str = typer.Option("", "--tags", "-t", help="Comma-separated tags."),
     supersedes: list[str] = typer.Option(
@@ -153,6 +154,8 @@ def add(
         warn(f"redacted {len(redacted)} secret(s) before writing: {', '.join(sorted(set(redacted)))}")
     if not as_json:
         print(f"{memory.id}\t{memory.path}", flush=True)  # on disk: said before the memories near it are looked for
+    if scope is None and not supersedes and memory.scope == "user" and memory.category != "user-facts":
+        _say_no_repo_store()
     near = _near(ws, memory) if memory.id not in ws.reused else []
     for found in near:
         warn(nearby.advice(found, memory))
@@ -160,6 +163,17 @@ def add(
         emit_json({**added_json(memory, redacted, existing=memory.id in ws.reused),
                    "near_duplicates": [n.to_dict() for n in near if n.kind == "duplicate"],
                    "likely_contradictions": [n.to_dict() for n in near if n.kind == "contradiction"]})
+
+
+def _say_no_repo_store() -> None:
+    """A memory meant for the repository (repo is `add`'s default scope) went to the user store because
+    the repository has no store: said, so that it is not a surprise later."""
+    from forgemem.store.folder import repository_without_store
+
+    root = repository_without_store(state.where())
+    if root is not None:
+        warn(f"{root.name} has no repo store, so this memory went to your user store: `forgemem init` "
+             "creates one (pass --scope user to write there without this note)")
 
 
 def _near(ws, memory) -> list:
@@ -213,7 +227,7 @@ def list_(
             out.print(line, no_wrap=True, overflow="ellipsis")
         else:
             out.print(line)
-    out.print(f"[dim]{len(memories)} memories[/]")
+    out.print(f"[dim]{len(memories)} memor{'y' if len(memories) == 1 else 'ies'}[/]")
 
 
 @app.command()

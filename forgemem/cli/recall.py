@@ -65,6 +65,8 @@ def recall(
         require_choice("category", category, CATEGORIES)
     if (query is None) == (queries is None):
         raise UsageError("give either a QUERY or --queries FILE")
+    if query is not None and not query.strip():
+        raise UsageError('the query is empty: say what to recall, e.g. forgemem recall "how do we run the tests"')
     from forgemem.recall import client
 
     batch = _read_queries(queries) if queries is not None else None

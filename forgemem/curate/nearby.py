@@ -141,8 +141,14 @@ def advice(near: Near, new: Memory) -> str:
     line = f"{what} {old}{where} ({near.score:.2f}{why}): {text}{'' if text.endswith(('.', '!', '?', '…')) else '.'}"
     if near.memory.scope != new.scope:  # a version never crosses stores
         return f"{line} If one of them is enough: forgemem forget {old} (or {mine})"
-    return (f"{line} If this replaces it: forgemem add --supersedes {old} --supersedes {mine} … "
+    return (f"{line} If this replaces it: {supersede_command([old, mine])} "
             "(one version in place of both), or let `forgemem tidy` ask")
+
+
+def supersede_command(ids: list[str]) -> str:
+    """The `add` line that writes one version in place of `ids`, with a placeholder for the text that is
+    safe to copy as printed (nothing else on the line could become the memory's text)."""
+    return 'forgemem add "NEW TEXT" ' + " ".join(f"--supersedes {i}" for i in ids)
 
 
 # ------------------------------------------------------------------ every pair (tidy)

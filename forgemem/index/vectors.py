@@ -34,7 +34,7 @@ def missing_reason(db: sqlite3.Connection, embedder) -> str | None:
     # Every vector belongs to a memory, so the difference of the counts is what is missing.
     memories = db.execute("SELECT count(*) FROM memories").fetchone()[0]
     missing = memories - db.execute("SELECT count(*) FROM vectors").fetchone()[0]
-    return f"{missing} memories without vectors" if missing else None
+    return f"{missing} memor{'y' if missing == 1 else 'ies'} without vectors" if missing else None
 
 
 def embed_missing(db: sqlite3.Connection, embedder, gen: int, progress: ProgressFn | None) -> tuple[int, int]:

@@ -205,6 +205,8 @@ class CommandLine:
         query = data.get("query")
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise BadRequest('"query" must be text')
+        if not query.strip():
+            raise BadRequest("the query is empty")  # a usage error: the command says so
         k, hops = data.get("k"), data.get("hops")
         for name, value, low, high in (("k", k, 1, MAX_K), ("hops", hops, 0, MAX_HOPS)):
             if value is not None and (type(value) is not int or not low <= value <= high):

@@ -269,6 +269,15 @@ def find_repo_root(start: Path) -> Path | None:
     return None
 
 
+def repository_without_store(start: Path) -> Path | None:
+    """The git repository around `start` when it has no `.forge/` of its own (the home folder is none):
+    a memory about it has no repo store to go to until `forgemem init` (or capture's first write) makes one."""
+    root = find_repo_root(start)
+    if root is None or (root / FORGE_DIR).exists() or root == Path.home().resolve():
+        return None
+    return root
+
+
 def init_forge_dir(forge_dir: Path) -> list[Path]:
     """Create `memory/`, `config.yaml` and `.gitignore` in a `.forge` folder; idempotent."""
     created = []
