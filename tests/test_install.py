@@ -259,3 +259,14 @@ def test_codex_blocks_the_user_changed_are_kept_and_reported(cli, isolated_home,
     config.write_text(installed + '\n[profiles.work]\nmodel = "o3"\n')
     assert cli("uninstall", "codex").code == 0
     assert config.read_text() == original + '\n[profiles.work]\nmodel = "o3"\n'
+
+
+def test_a_project_install_says_its_hooks_name_this_machines_forgemem(cli, claude):
+    from forgemem.agents.install import forgemem_command
+
+    result = cli("install", "claude-code")
+    assert result.code == 0
+    assert f"the hooks in .claude/settings.json run forgemem as {forgemem_command()}, a path on this machine" \
+        in result.err and "--user" in result.err
+    again = cli("install", "claude-code")  # nothing changes: nothing to say about it
+    assert "a path on this machine" not in again.err

@@ -425,7 +425,13 @@ def plan_claude_code_uninstall(folder: Path) -> Plan:
 def install_plan(user: bool, where: Path) -> Plan:
     from forgemem.store.folder import find_repo_root
 
-    return plan_claude_code_install(claude_dir(find_repo_root(where), user))
+    plan = plan_claude_code_install(claude_dir(find_repo_root(where), user))
+    if not user and any(c.changed and c.path.name == "settings.json" for c in plan.changes):
+        # the hook names this machine's console script by absolute path: a teammate's clone has another
+        plan.notes.append(f"the hooks in .claude/settings.json run forgemem as {forgemem_command()}, a path "
+                          "on this machine: commit that file only if your teammates have forgemem there too; "
+                          "otherwise leave it uncommitted, or install with --user (~/.claude) instead")
+    return plan
 
 
 def uninstall_plan(user: bool, where: Path) -> Plan:
