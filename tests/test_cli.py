@@ -318,3 +318,16 @@ def test_one_memory_is_counted_in_the_singular(repo, cli):
     assert cli("list").out.splitlines()[-1] == "1 memory"
     listed = slash.run("/memory list", Workspace.open())
     assert listed.splitlines()[0] == "**1 memory**:"
+
+
+def test_the_top_level_help_groups_every_command_once(cli):
+    from forgemem.cli.app import HELP_SECTIONS
+    from forgemem.cli.main import app
+
+    names = [name for _, section in HELP_SECTIONS for name in section]
+    registered = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
+    assert sorted(names) == sorted(registered) and len(names) == len(set(names))
+    text = cli("--help").out
+    assert "Other:" not in text
+    assert text.index("Start:") < text.index("  init ") < text.index("  add ") < text.index("Memories:") \
+        < text.index("Run by agents and git:") < text.index("  merge-driver ")

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from forgemem import __version__
 from forgemem.cli.output import emit_json, err, out, warn  # noqa: F401 - the commands import them from here
@@ -15,7 +17,38 @@ from forgemem.cli.output import style_scope as _style_scope  # noqa: F401
 from forgemem.errors import UsageError
 from forgemem.workspace import Workspace
 
+#: `forgemem --help` lists the commands in these groups, in this order; a command in none of them shows under
+#: "Other" (tests/test_cli.py keeps every command in one)
+HELP_SECTIONS = (
+    ("Start", ("init", "add", "recall", "status")),
+    ("Memories", ("list", "show", "history", "edit", "link", "forget", "resolve", "conflicts", "graph", "stats")),
+    ("Agents and capture", ("install", "uninstall", "observe", "context", "feedback", "mcp")),
+    ("Review and upkeep", ("review", "tidy", "consolidate", "validate", "doctor", "index", "serve")),
+    ("Other tools' files", ("import", "export")),
+    ("Repository configs", ("trust", "untrust")),
+    ("Run by agents and git", ("hook", "slash", "diff-driver", "merge-driver")),
+)
+
+
+class _SectionedGroup(TyperGroup):
+    """The top-level help in `HELP_SECTIONS`' groups instead of one list in the order modules were loaded."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        found = {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+        commands = {name: command for name, command in found.items() if command is not None and not command.hidden}
+        if not commands:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in commands)
+        placed = {name for _, names in HELP_SECTIONS for name in names}
+        for title, names in (*HELP_SECTIONS, ("Other", tuple(sorted(set(commands) - placed)))):
+            rows = [(name, commands[name].get_short_help_str(limit)) for name in names if name in commands]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
 app = typer.Typer(
+    cls=_SectionedGroup,
     name="forgemem",
     help="Long-term memory for AI coding agents, kept as markdown files in git.",
     no_args_is_help=True,
