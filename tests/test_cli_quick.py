@@ -106,8 +106,7 @@ def test_a_client_in_another_environment_gets_the_full_cli(served):
 
 def test_the_server_declines_what_the_command_would_refuse_or_cannot_serve(tmp_path):
     from forgemem.environment import command_environment
-    from forgemem.recall.command import answer_command
-    from forgemem.recall.server import Engines
+    from forgemem.recall.server import Engines, answer_command
 
     good = {"op": "recall-command", "folder": str(tmp_path), "query": "q", "scope": "all", "tags": [],
             "history": False, "show_all": False, "as_json": False, "terminal": {"environ": {}},

@@ -21,14 +21,10 @@ from forgemem.recall.protocol import (
     read_line,
     request_problem,
     say_once,
+    store_dirs,
 )
 from forgemem.recall.server import Engines, handle
 from forgemem.recall.wire import Untrusted, connect, exchange
-
-
-def store_dirs(workspace) -> dict[str, str]:
-    """A workspace's stores as requests name them: scope -> folder, for the folders that exist."""
-    return {scope: str(store.memory_dir) for scope, store in workspace.stores.items() if store.exists()}
 
 
 def query_request(workspace, op: str, text: str, k: int | None = None, budget: int | None = None) -> dict:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from forgemem.environment import command_environment, embeddings_disabled
-from forgemem.recall.protocol import MAX_HOPS, MAX_K, BadRequest, Request, request_problem
+from forgemem.recall.protocol import MAX_HOPS, MAX_K, BadRequest, Request, request_problem, store_dirs
 from forgemem.store.model import CATEGORIES, PROPOSED, short
 
 #: what `recall --scope` accepts (the command and the server check it; `MAX_HOPS` bounds `--hops`)
@@ -57,8 +57,6 @@ def style_scope(scope: str) -> str:
 def recall_request(workspace, items: list[dict], *, k: int | None, scope: str, category: str | None,
                    tags: list[str], hops: int | None, history: bool, floor: float, lexical_only: bool) -> dict:
     """The request for these queries ({"query", optional "k"} each) with the workspace's settings."""
-    from forgemem.recall.client import store_dirs
-
     config = workspace.config
     base = dict(
         k=k or config.retrieval_top_k,
@@ -230,11 +228,19 @@ def _text_map(value: object) -> TypeGuard[dict[str, str]]:
     return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
-def answer_command(data: dict, engines, uid: int | None = None) -> dict:
-    """The recall server's answer to a command line: `{"ok": true, "stdout", "stderr", "exit_code"}`, the
-    text `forgemem recall` prints for it; `{"ok": false, "error"}` where the client must run the command."""
+@dataclass(frozen=True)
+class Prepared:
+    """A command line the server answers: the line, the workspace it opened, the request it asks itself."""
+
+    line: CommandLine
+    workspace: Any
+    request: Request
+
+
+def prepare(data: dict, uid: int | None = None) -> Prepared | dict:
+    """The request for a command line, opened as the command would open it; `{"ok": false, "error"}` where
+    the client must run the command itself (another environment, a value or store the server does not take)."""
     from forgemem.errors import ForgememError
-    from forgemem.recall.server import handle
     from forgemem.workspace import Workspace
 
     try:
@@ -250,11 +256,17 @@ def answer_command(data: dict, engines, uid: int | None = None) -> dict:
                                  floor=0.0 if line.show_all else workspace.config.recall_floor, lexical_only=False)
         if request_problem(request) is not None:
             return {"ok": False, "error": "not a request this server answers"}
-        answer = handle(Request.parse(request, strict=True, uid=uid), engines)
+        return Prepared(line, workspace, Request.parse(request, strict=True, uid=uid))
     except (ForgememError, BadRequest) as exc:
         return {"ok": False, "error": str(exc)}
+
+
+def printout(prepared: Prepared, answer: dict) -> dict:
+    """`{"ok": true, "stdout", "stderr", "exit_code"}`: the text `forgemem recall` prints for this answer on the
+    client's terminal; `{"ok": false, "error"}` for a failed answer (the command says it, in its words)."""
     if not answer["ok"]:
         return {"ok": False, "error": answer["error"]}
+    line, workspace = prepared.line, prepared.workspace
     answer["served_by"] = os.getpid()
     printer = Printer(_console(line.terminal, "stdout"), _console(line.terminal, "stderr"))
     for message in workspace.warnings:

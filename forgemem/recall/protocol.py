@@ -83,6 +83,11 @@ class ContextAnswer(TypedDict, total=False):
     served_by: int
 
 
+def store_dirs(workspace) -> dict[str, str]:
+    """A workspace's stores as requests name them: scope -> folder, for the folders that exist."""
+    return {scope: str(store.memory_dir) for scope, store in workspace.stores.items() if store.exists()}
+
+
 def store_problem(folder: object, uid: int | None = None) -> str | None:
     """Why `folder` is not a memory folder the server may serve to `uid` (None: it is).
 

@@ -181,6 +181,17 @@ def handle(request: dict | Request, engines: Engines, refresh: bool = True) -> d
         return {"ok": False, "error": str(exc), "exit_code": exc.exit_code}
 
 
+def answer_command(data: dict, engines: Engines, uid: int | None = None) -> dict:
+    """A `forgemem recall QUERY` command line (op "recall-command"): the text the command prints for it, or a
+    refusal where the client must run the command itself (`forgemem.recall.command`)."""
+    from forgemem.recall.command import prepare, printout
+
+    prepared = prepare(data, uid)
+    if isinstance(prepared, dict):
+        return prepared
+    return printout(prepared, handle(prepared.request, engines))
+
+
 def _log(message: str) -> None:
     """One line in the server's log (its stderr); each message once."""
     say_once(message, lambda m: print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} forgemem serve: {m}",
@@ -380,8 +391,6 @@ class _Server:
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     def _command(self, data: dict) -> dict:
-        from forgemem.recall.command import answer_command
-
         try:
             return answer_command(data, self.engines, uid=self.uid)
         except Exception as exc:  # noqa: BLE001 - keep serving; the client runs the command itself
