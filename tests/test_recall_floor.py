@@ -191,3 +191,11 @@ def test_a_contradiction_shown_under_the_floor_is_said_and_its_score_explained(c
                                   "(--all to see the rest)")
     assert second["score"] > second["explain"]["fused"]  # half the relevant one's score, over the edge
     assert f"score {second['score']:.3f} over the edge from the match it is linked to" in text
+
+
+def test_a_conflict_names_the_other_side_shortly_and_the_command_that_settles_it(cli, stores):
+    data = cli(*stores, "recall", "--json", "admin pages").json()
+    first, second = data["results"][:2]
+    text = cli(*stores, "recall", "admin pages").out
+    assert (f"contradicted by {second['id'][4:12]}: `forgemem resolve {first['id'][4:12]}` writes one version in "
+            "place of both") in text

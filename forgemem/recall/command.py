@@ -118,7 +118,8 @@ def print_hits(out, hits: list[dict], explain: bool, floor: float, below: int, s
         if hit["via"] and not explain:
             out.print(f"    [dim]via {escape(describe_via(hit['via']))}[/]")
         if hit["conflicts"]:
-            out.print(f"    [red]contradicted by {', '.join(hit['conflicts'])}: resolve it with a new version[/]")
+            out.print(f"    [red]contradicted by {', '.join(short(x) for x in hit['conflicts'])}: "
+                      f"`forgemem resolve {short(hit['id'])}` writes one version in place of both[/]")
         if explain:
             e = hit["explain"]
             lexical = (f"bm25 {e['lexical_score']:.2f}, {e['lexical_share']:.0%} of the query"
