@@ -274,7 +274,7 @@ def test_injected_context_is_never_captured_again(tmp_path):
 
 def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(cli, project, monkeypatch):
     monkeypatch.chdir(project)
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     original = '{\n    "permissions": {"allow": ["Bash(make test)"]},\n    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}\n}\n'
     settings.write_text(original)
@@ -298,16 +298,16 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     assert cli("uninstall", "claude-code").code == 0
     assert settings.read_text() == original  # byte for byte
     assert not (project / ".claude" / "commands").exists()
-    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.local.json"]
 
 
 def test_install_into_a_project_without_claude_settings_and_back(cli, project, monkeypatch):
     monkeypatch.chdir(project)
     before = snapshot_bytes(project)
     assert cli("install", "claude-code").code == 0
-    assert (project / ".claude" / "settings.json").exists()
+    assert (project / ".claude" / "settings.local.json").exists()
     # a hand edit made after install survives uninstall
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"
     data = json.loads(settings.read_text())
     data["env"] = {"FOO": "1"}
     settings.write_text(json.dumps(data))
@@ -324,7 +324,7 @@ def test_install_user_scope_and_errors(cli, project, isolated_home, monkeypatch)
     assert (isolated_home / ".claude" / "settings.json").exists()
     assert cli("uninstall", "claude-code", "--user").code == 0
     assert not (isolated_home / ".claude").exists()
-    broken = project / ".claude" / "settings.json"
+    broken = project / ".claude" / "settings.local.json"
     broken.parent.mkdir()
     broken.write_text("{ not json")
     result = cli("install", "claude-code")
@@ -370,7 +370,7 @@ def test_claude_code_end_to_end(cli, project, workspace, isolated_home, monkeypa
     """Install, then feed the installed hook command the documented JSON while a transcript grows."""
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     env = {**os.environ, "FORGEMEM_SERVER": "on", "FORGEMEM_SERVER_SOCKET": str(tmp_path / "recall.sock"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}

@@ -150,7 +150,7 @@ def test_a_background_capture_is_announced_once_on_the_next_prompt(cli, project,
     """Installed hooks, real processes: SessionEnd captures in the background; of two prompts fired
     together exactly one announces both memories; the next prompt says nothing more."""
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     env = {**os.environ, "FORGEMEM_SERVER": "off", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     transcript = tmp_path / "session.jsonl"

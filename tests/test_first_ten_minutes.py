@@ -64,7 +64,7 @@ def test_a_new_users_first_ten_minutes(git_repo, isolated_home):
     git(project, "commit", "-q", "-m", "forgemem store")
 
     run(project, "install", "claude-code")
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     assert "UserPromptSubmit" in settings["hooks"]
 
     backfill = run(project, "observe", "--backfill")

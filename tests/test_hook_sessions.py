@@ -26,7 +26,7 @@ def hook(cli, project, isolated_home, monkeypatch, tmp_path, model_cache):
     (isolated_home / ".forge" / "config.yaml").write_text("memory:\n  hook_timeout_ms: 60000\n")
     assert cli("install", "claude-code").code == 0
     assert cli("index").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 

@@ -58,7 +58,7 @@ def claude(project, monkeypatch) -> Path:
 
 
 def test_user_hooks_inside_and_beside_forgemem_entries_survive_uninstall(cli, claude):
-    settings = claude / "settings.json"
+    settings = claude / "settings.local.json"
     settings.write_text(claude_settings(json.dumps(USER_SETTINGS)))
     assert cli("install", "claude-code").code == 0
     installed = json.loads(settings.read_text())
@@ -92,7 +92,7 @@ def test_user_hooks_inside_and_beside_forgemem_entries_survive_uninstall(cli, cl
 
 
 def test_hand_formatted_settings_keep_every_byte_but_forgemem_lines(cli, claude):
-    settings = claude / "settings.json"
+    settings = claude / "settings.local.json"
     original = ('{\n    "permissions" : { "allow" : [ "Bash(ls)" ] },\n    "hooks": {\n'
                 '        "Stop": [\n            {"hooks": [{"type": "command", "command": "' + AUDIT + '"}]}\n'
                 '        ]\n    },\n    "note": "caf\\u00e9 — ünïcode"\n}\n')
@@ -126,7 +126,7 @@ def test_a_changed_forgemem_hook_and_a_customised_command_file_are_kept_and_repo
     (commands / "forgemem.md").write_text("---\ndescription: my own /forgemem\n---\nDo my thing.\n")
     result = cli("install", "claude-code")
     assert result.code == 0 and "not forgemem's; left alone" in result.err
-    settings = claude / "settings.json"
+    settings = claude / "settings.local.json"
     data = json.loads(settings.read_text())
     data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 60  # the user changed forgemem's hook
     settings.write_text(claude_settings(json.dumps(data)))
@@ -146,11 +146,11 @@ def test_a_command_file_edited_after_install_is_kept(cli, claude):
     result = cli("uninstall", "claude-code")
     assert result.code == 0 and "forgemem.md was changed since install; kept" in result.err
     assert command_file.read_text().endswith("Also: be brief.\n")
-    assert not (claude / "settings.json").exists()  # install created it, nothing else is in it
+    assert not (claude / "settings.local.json").exists()  # install created it, nothing else is in it
 
 
 def test_without_a_record_only_hooks_in_forgemems_exact_form_go(cli, claude, isolated_home):
-    settings = claude / "settings.json"
+    settings = claude / "settings.local.json"
     settings.write_text(claude_settings(json.dumps(USER_SETTINGS)))
     assert cli("install", "claude-code").code == 0
     shutil.rmtree(isolated_home / ".forge" / "install")  # the record is lost
@@ -165,7 +165,7 @@ def test_without_a_record_only_hooks_in_forgemems_exact_form_go(cli, claude, iso
 
 
 def test_forgemems_command_that_the_user_wrote_into_their_own_entry_stays(cli, claude):
-    settings = claude / "settings.json"
+    settings = claude / "settings.local.json"
     mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": AUDIT},
                                           {"type": "command", "command": f"{claude_code.forgemem_command()} hook claude-code",
                                            "timeout": 10}]}]}}
@@ -186,7 +186,7 @@ def test_a_record_in_the_old_cache_place_is_still_used(cli, claude, isolated_hom
     legacy.parent.mkdir(parents=True)
     record.rename(legacy)
     assert cli("uninstall", "claude-code").code == 0
-    assert not legacy.exists() and not (claude / "settings.json").exists() and not (claude / "commands").exists()
+    assert not legacy.exists() and not (claude / "settings.local.json").exists() and not (claude / "commands").exists()
 
 
 def test_an_older_forgemems_command_file_is_replaced_and_removed(cli, claude):
@@ -259,14 +259,3 @@ def test_codex_blocks_the_user_changed_are_kept_and_reported(cli, isolated_home,
     config.write_text(installed + '\n[profiles.work]\nmodel = "o3"\n')
     assert cli("uninstall", "codex").code == 0
     assert config.read_text() == original + '\n[profiles.work]\nmodel = "o3"\n'
-
-
-def test_a_project_install_says_its_hooks_name_this_machines_forgemem(cli, claude):
-    from forgemem.agents.install import forgemem_command
-
-    result = cli("install", "claude-code")
-    assert result.code == 0
-    assert f"the hooks in .claude/settings.json run forgemem as {forgemem_command()}, a path on this machine" \
-        in result.err and "--user" in result.err
-    again = cli("install", "claude-code")  # nothing changes: nothing to say about it
-    assert "a path on this machine" not in again.err

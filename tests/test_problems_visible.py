@@ -238,7 +238,7 @@ def test_the_prompt_hook_says_it_once_per_change(repo, cli, tmp_path):
     second = Path(add(cli, "Release on Fridays never.")["path"])
     git(project, "add", "-A")
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     env = {**os.environ, "FORGEMEM_SERVER": "off"}
 

@@ -107,7 +107,7 @@ def test_the_prompt_hook_injects_nothing_for_chatter(cli, project, isolated_home
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
     assert cli("index").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 

@@ -27,7 +27,7 @@ def test_hooks_recall_and_capture_never_import_the_repositorys_code(cli, project
     marker = plant_package(project)
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     commands = {event: entries[0]["hooks"][0]["command"] for event, entries in settings["hooks"].items()}
     assert set(commands) == {"UserPromptSubmit", "SessionStart", "PreCompact", "Stop", "SessionEnd"}
     # a hostile PATH too: relative entries that resolve inside the project come first

@@ -60,7 +60,7 @@ def test_claude_code_hooks_take_hostile_text_as_data(cli, project, hostile_forge
                                                      isolated_home):
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     assert command.startswith("'") and HOSTILE_DIR.split()[0] in command
     env = {**os.environ, "FORGEMEM_SERVER": "off", "AWS_SECRET_ACCESS_KEY": "not-this-one"}

@@ -91,7 +91,7 @@ def test_the_stop_hook_never_sends_the_key_or_the_conversation_to_a_repo_chosen_
     (project / ".forge" / "config.yaml").write_text(HOSTILE_CONFIG.format(url=evil_server.url, model=""))
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
     env = {**hook_env, "AWS_SECRET_ACCESS_KEY": AWS_SECRET}
     transcript = tmp_path / "session.jsonl"

@@ -66,7 +66,7 @@ def test_no_secret_survives_a_capture_run_anywhere(cli, project, hook_env, model
                            f"  classifier_base_url: {model_server.url}/v1\n")
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     commands = {event: entries[0]["hooks"][0]["command"] for event, entries in settings["hooks"].items()}
     cases = shapes()
     assert len(cases) >= 60
@@ -114,7 +114,7 @@ def test_caches_and_logs_are_private_and_memory_files_follow_the_umask(cli, proj
     monkeypatch.chdir(project)
     assert cli("install", "claude-code").code == 0
     assert cli("install", "git").code == 0
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"
     assert stat.S_IMODE(settings.stat().st_mode) == 0o666 & ~current_umask()
     command = json.loads(settings.read_text())["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
     transcript = tmp_path / "session.jsonl"
