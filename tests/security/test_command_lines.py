@@ -88,7 +88,7 @@ def test_slash_answers_every_command_through_the_hook(project, monkeypatch):
 
     monkeypatch.chdir(project)
     event = {"hook_event_name": "UserPromptSubmit", "cwd": str(project), "session_id": "s"}
-    for prompt, expected in [("/forgemem", "memories"), ("/forgemem help", "/memory"),
+    for prompt, expected in [("/forgemem", "memories"), ("/forgemem help", "/forgemem list"),
                              ("/forgemem list corrections", "corrections"), ("/forgemem bogus", "Unknown")]:
         out = json.loads(claude_code.claude_code(json.dumps({**event, "prompt": prompt})))
         assert out["decision"] == "block" and expected in out["reason"], (prompt, out)
