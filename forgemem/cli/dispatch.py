@@ -24,6 +24,15 @@ MODULES = {
     "status": "status",
     "tidy": "tidy",
 }
+#: what an interrupted command says on stderr (exit code 130)
+INTERRUPTED = "forgemem: interrupted"
+
+
+def internal_error(exc: BaseException) -> str:
+    """The one line an unexpected error (a bug) ends a command with, unless FORGEMEM_DEBUG asks for the traceback."""
+    return f"forgemem: internal error: {type(exc).__name__}: {exc} (set FORGEMEM_DEBUG=1 for the traceback)"
+
+
 #: the global options that take a value (see `forgemem.cli.app.main_options`)
 VALUE_OPTIONS = ("--repo-dir", "--user-dir", "-C", "--cwd")
 
@@ -67,16 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"forgemem: error: {escape(str(exc))}")
         return exc.exit_code
     except KeyboardInterrupt:
-        err.print("forgemem: interrupted")
+        err.print(INTERRUPTED)
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: one line, traceback on request
         if debug():
             raise
-        err.print(
-            f"forgemem: internal error: {escape(type(exc).__name__)}: {escape(str(exc))} "
-            "(set FORGEMEM_DEBUG=1 for the traceback)"
-        )
+        err.print(escape(internal_error(exc)))
         return EXIT_PROBLEMS
     return 0

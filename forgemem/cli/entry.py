@@ -36,7 +36,13 @@ def run() -> None:
     if "recall" in args[:7]:  # a warm recall: a running server answers, no CLI framework to load
         from forgemem.cli.quick import recall
 
-        answered = recall(args)
+        try:
+            answered = recall(args)
+        except KeyboardInterrupt:  # Ctrl-C while the server answers: as the full CLI ends, not a traceback
+            from forgemem.cli.dispatch import INTERRUPTED
+
+            sys.stderr.write(INTERRUPTED + "\n")
+            sys.exit(130)
         if answered is not None:
             sys.exit(answered)
     from forgemem.cli.dispatch import main, module_for

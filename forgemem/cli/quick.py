@@ -127,14 +127,15 @@ def _write(reply: dict) -> int | None:
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a full disk, a stream gone bad: one line, as the CLI says an unexpected error
+        from forgemem.cli.dispatch import internal_error
         from forgemem.environment import debug
+        from forgemem.errors import EXIT_PROBLEMS
 
         if debug():
             raise
         if sys.stderr is not None:
-            sys.stderr.write(f"forgemem: internal error: {type(exc).__name__}: {exc} "
-                             "(set FORGEMEM_DEBUG=1 for the traceback)\n")
-        return 1
+            sys.stderr.write(internal_error(exc) + "\n")
+        return EXIT_PROBLEMS
     return reply["exit_code"]
 
 
