@@ -373,27 +373,23 @@ class _Server:
             return {"ok": False, "error": 'a request names its "version"'}, None
         if version != __version__:
             return {"ok": False, "restart": True}, self._stop  # a newer forgemem: step aside
+        loop = asyncio.get_running_loop()
         if op == "recall-command":
-            reply = await asyncio.get_running_loop().run_in_executor(self.worker, self._command, data)
-            return reply, self._collect
+            return await loop.run_in_executor(self.worker, self._answer, answer_command, data, self.uid), self._collect
         try:
             request = Request.parse(data, strict=True, uid=self.uid)
         except BadRequest as exc:
             return {"ok": False, "error": f"bad request: {exc}"[:2000]}, None
-        reply = await asyncio.get_running_loop().run_in_executor(self.worker, self._handle, request)
+        reply = await loop.run_in_executor(self.worker, self._answer, handle, request)
         reply["served_by"] = os.getpid()
         return reply, self._collect
 
-    def _handle(self, request: Request) -> dict:
+    def _answer(self, answer, request, *more) -> dict:
+        """`answer(request, engines, *more)` on the worker thread; an unexpected error is a refusal, never the end
+        of the server (the client reports it, or runs the command itself)."""
         try:
-            return handle(request, self.engines)
-        except Exception as exc:  # noqa: BLE001 - keep serving; the client reports it
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-
-    def _command(self, data: dict) -> dict:
-        try:
-            return answer_command(data, self.engines, uid=self.uid)
-        except Exception as exc:  # noqa: BLE001 - keep serving; the client runs the command itself
+            return answer(request, self.engines, *more)
+        except Exception as exc:  # noqa: BLE001 - keep serving
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     async def _collect(self) -> None:
