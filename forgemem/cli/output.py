@@ -6,13 +6,10 @@ the recall server, on consoles that reproduce the client's terminal (`forgemem.r
 
 from __future__ import annotations
 
-from rich.console import Console
+from forgemem.recall.command import Printer, new_console, style_scope  # noqa: F401 - style_scope: used from here
 
-from forgemem.recall.command import Printer, style_scope  # noqa: F401 - the commands use it from here
-
-# emoji=False: memory text is printed as written (`rows[0:100:5]` is not `rows[0💯5]`, nor `:x:` a cross)
-out = Console(highlight=False, soft_wrap=True, emoji=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+out = new_console()
+err = new_console(stderr=True)
 printer = Printer(out, err)
 warn = printer.warn
 emit_json = printer.json

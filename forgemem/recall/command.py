@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from forgemem.environment import command_environment, embeddings_disabled
-from forgemem.recall.protocol import MAX_HOPS, MAX_K, BadRequest, Request, request_problem, store_dirs
+from forgemem.recall.protocol import MAX_HOPS, MAX_K, BadRequest, Request, store_dirs
 from forgemem.store.model import CATEGORIES, PROPOSED, short
 
 #: what `recall --scope` accepts (the command and the server check it; `MAX_HOPS` bounds `--hops`)
@@ -31,6 +31,15 @@ MAX_QUERY_CHARS = 10_000
 #: the client's environment variables that decide how rich prints to its terminal
 TERMINAL_VARIABLES = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
                       "COLUMNS", "LINES")
+
+
+def new_console(**options: Any):
+    """A rich console that prints as the CLI's do (`forgemem.cli.output`), and so the server's copies of a
+    client's terminal: markup, no guessed highlights, lines as long as they are, memory text as written
+    (`:100:` is no emoji)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True, emoji=False, **options)
 
 
 @dataclass
@@ -255,9 +264,7 @@ def prepare(data: dict, uid: int | None = None) -> Prepared | dict:
         request = recall_request(workspace, [{"query": line.query}], k=line.k, scope=line.scope,
                                  category=line.category, tags=list(line.tags), hops=line.hops, history=line.history,
                                  floor=0.0 if line.show_all else workspace.config.recall_floor, lexical_only=False)
-        if request_problem(request) is not None:
-            return {"ok": False, "error": "not a request this server answers"}
-        return Prepared(line, workspace, Request.parse(request, strict=True, uid=uid))
+        return Prepared(line, workspace, Request.parse(request, strict=True, uid=uid))  # a store it does not serve
     except (ForgememError, BadRequest) as exc:
         return {"ok": False, "error": str(exc)}
 
@@ -293,13 +300,11 @@ class _Stream(io.StringIO):
 
 def _console(terminal: dict, stream: str):
     """A rich console that prints as the CLI's `out`/`err` would print on the client's terminal."""
-    from rich.console import Console
-
-    environ = {key: value for key, value in terminal.get("environ", {}).items() if isinstance(value, str)}
+    environ = dict(terminal["environ"])  # text only (`CommandLine.parse`)
     size = terminal.get("size")
     columns, lines = size if isinstance(size, list) and len(size) == 2 else (None, None)
     width = int(environ["COLUMNS"]) if environ.get("COLUMNS", "").isdigit() else columns if type(columns) is int else 80
     height = int(environ["LINES"]) if environ.get("LINES", "").isdigit() else lines if type(lines) is int else 25
     file = _Stream(terminal.get(f"{stream}_tty") is True, str(terminal.get(f"{stream}_encoding") or "utf-8"))
-    return Console(file=file, highlight=False, soft_wrap=True, emoji=False, width=width, height=height, legacy_windows=False,
-                   force_jupyter=False, _environ=environ)
+    return new_console(file=file, width=width, height=height, legacy_windows=False, force_jupyter=False,
+                       _environ=environ)
