@@ -25,6 +25,7 @@ from pathlib import Path
 
 from forgemem.config import forge_home
 from forgemem.store.folder import Store
+from forgemem.store.model import memory_count
 
 ACCESS_KEEP = 100_000
 ACCESS_PRUNE_EVERY = 5_000
@@ -175,7 +176,7 @@ def injection_message(ids: list[str], tokens: int, ms: float, session: str | Non
     object for `forgemem stats --tokens`: memory ids, tokens, the agent's session id. Never memory text."""
     data = {"event": "injected", "session": session if isinstance(session, str) else None, "tokens": tokens,
             "ids": list(ids), "ms": round(ms)}
-    return f"injected {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}, {tokens} tokens, {ms:.0f} ms {json.dumps(data)}"
+    return f"injected {memory_count(len(ids))}, {tokens} tokens, {ms:.0f} ms {json.dumps(data)}"
 
 
 def token_report(log: Path, current: list[str], top: int = TOP) -> dict:

@@ -91,7 +91,9 @@ def announced(workspace) -> list:
         log(f"announcing captured memories failed: {type(exc).__name__}: {exc}")
         return []
     if saved:
-        log(f"announced {len(saved)} captured memor{'y' if len(saved) == 1 else 'ies'}: {' '.join(s.short for s in saved)}")
+        from forgemem.store.model import memory_count
+
+        log(f"announced {memory_count(len(saved), 'captured')}: {' '.join(s.short for s in saved)}")
     return saved
 
 

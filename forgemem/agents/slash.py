@@ -26,7 +26,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from forgemem.errors import ForgememError
-from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, one_line, short, short_ids
+from forgemem.store.model import CATEGORIES, SCOPES, Memory, format_timestamp, memory_count, one_line, short, short_ids
 from forgemem.workspace import Snapshot, Workspace
 
 LIST_LIMIT = 50
@@ -190,7 +190,7 @@ def list_memories(snap: Snapshot, rest: str) -> str:
     if not heads:
         return "\n".join(["No memories" + (f" in {what}." if what else " yet."), *_problems(snap)])
     heads.sort(key=lambda m: (m.scope, m.category, -m.created_at.timestamp()))
-    lines = [f"**{len(heads)} memor{'y' if len(heads) == 1 else 'ies'}**" + (f" ({what})" if what else "") + ":"]
+    lines = [f"**{memory_count(len(heads))}**" + (f" ({what})" if what else "") + ":"]
     lines += [_line(m, ids, snap) for m in heads[:LIST_LIMIT]]
     if len(heads) > LIST_LIMIT:
         lines.append(f"… and {len(heads) - LIST_LIMIT} more; narrow with `{_cmd()} list <category>` or search.")
@@ -383,7 +383,7 @@ def stats(snap: Snapshot) -> str:
         lines.append(f"- {scope}: {shown or 'none'}")
     chains = sum(1 for m in heads if m.version > 1)
     lines.append(
-        f"- {chains} memor{'y' if chains == 1 else 'ies'} changed at least once; {len(snap.graph.contradictions())} conflict(s); "
+        f"- {memory_count(chains)} changed at least once; {len(snap.graph.contradictions())} conflict(s); "
         f"{len(snap.graph.forks())} fork(s); {len(snap.problems)} problem(s)"
     )
     return "\n".join(lines + _problems(snap))

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, app, emit_json, err, out, state, warn
 from forgemem.errors import UsageError
-from forgemem.store.model import PROPOSED, one_line, short
+from forgemem.store.model import PROPOSED, memory_count, one_line, short
 
 
 @app.command()
@@ -113,7 +113,7 @@ def observe(
             emit_json({"turns_read": read, "passes": results})
         else:
             written = sum(len(r["written"]) for r in results)
-            err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {written} memor{'y' if written == 1 else 'ies'}")
+            err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {memory_count(written)}")
             waiting = observer.waiting() if read and not ran and not (final or compaction) else 0
             if waiting:
                 err.print(f"{waiting} exchange(s) wait until there are {observer.cadence} (cadence_turns) for a "
@@ -233,7 +233,7 @@ class _BackfillProgress:
         if self.quiet:
             return
         written = len(summary.written)
-        counts = f"{written} memor{'y' if written == 1 else 'ies'} written, {summary.skipped} skipped"
+        counts = f"{memory_count(written)} written, {summary.skipped} skipped"
         if summary.failed_passes:
             counts += f", {summary.failed_passes} failed"
         if err.is_terminal:
@@ -283,7 +283,7 @@ def _print_backfill_summary(summary) -> None:
                 table.add_row(scope, category, str(n))
         out.print(table)
     written = len(data["written"])
-    out.print(f"{written} memor{'y' if written == 1 else 'ies'} written ({data['supersessions']} superseding an "
+    out.print(f"{memory_count(written)} written ({data['supersessions']} superseding an "
               f"earlier one), {data['skipped']} proposal(s) skipped (duplicates or captured before), "
               f"{data['failed_passes']} pass(es) failed")
     for result in summary.transcripts:

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, _repo_root, app, emit_json, err, out, state, warn
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError
-from forgemem.store.model import short
+from forgemem.store.model import memory_count, short
 
 
 @app.command()
@@ -152,7 +152,7 @@ def consolidate(
     if open_conflicts:
         warn(f"{open_conflicts} unresolved contradiction(s) are left for you: `forgemem conflicts`")
     if write:
-        err.print(f"wrote {merged} merged memor{'y' if merged == 1 else 'ies'}")
+        err.print(f"wrote {memory_count(merged, 'merged')}")
     elif merged:
-        err.print(f"would write {merged} merged memor{'y' if merged == 1 else 'ies'}: run `forgemem consolidate --yes`")
+        err.print(f"would write {memory_count(merged, 'merged')}: run `forgemem consolidate --yes`")
 

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from forgemem.cli.app import JSON_OPTION, _Progress, _style_scope, app, emit_json, out, state, warn
-from forgemem.store.model import one_line, short
+from forgemem.store.model import memory_count, one_line, short
 
 _VERBS = {"new": "[green]new[/]", "changed": "[yellow]changed[/]", "unchanged": "[dim]unchanged[/]",
           "duplicate": "[dim]duplicate[/]", "removed": "[red]removed[/]"}
@@ -120,8 +120,8 @@ def export(
             out.print(f"{name}: the forgemem section {state_}")
         elif result.written:
             out.print(f"{'created' if result.created else 'updated'} {name}: "
-                      f"{len(selection.memories)} memor{'y' if len(selection.memories) == 1 else 'ies'}, {selection.tokens} tokens{extra}")
+                      f"{memory_count(len(selection.memories))}, {selection.tokens} tokens{extra}")
         else:
-            out.print(f"{name} is up to date ({len(selection.memories)} memor{'y' if len(selection.memories) == 1 else 'ies'}{extra})")
+            out.print(f"{name} is up to date ({memory_count(len(selection.memories))}{extra})")
     if check and result.changed:
         raise typer.Exit(1)

@@ -16,7 +16,7 @@ from rich.markup import escape
 from forgemem.cli.app import JSON_OPTION, _style_scope, app, emit_json, err, out, show_problem, state, warn
 from forgemem.curate import nearby
 from forgemem.errors import ForgememError, UsageError, require_choice
-from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, one_line, utc_now
+from forgemem.store.model import CATEGORIES, RELATIONSHIPS, format_timestamp, memory_count, one_line, utc_now
 from forgemem.views import added_json, forgotten_json, linked_json, memory_json
 from forgemem.workspace import Snapshot, default_forge_dir, init_forge_dir
 
@@ -227,7 +227,7 @@ def list_(
             out.print(line, no_wrap=True, overflow="ellipsis")
         else:
             out.print(line)
-    out.print(f"[dim]{len(memories)} memor{'y' if len(memories) == 1 else 'ies'}[/]")
+    out.print(f"[dim]{memory_count(len(memories))}[/]")
 
 
 @app.command()

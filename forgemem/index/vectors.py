@@ -12,7 +12,7 @@ from typing import Any
 
 from forgemem.index.database import embed_text, get_meta, select_in, set_meta
 from forgemem.index.repair import clean_temp, clear_way, remove, say
-from forgemem.store.model import Memory
+from forgemem.store.model import Memory, memory_count
 
 EMBED_CHUNK = 256
 #: vectors kept by content for texts no file holds right now (other branches, older commits)
@@ -34,7 +34,7 @@ def missing_reason(db: sqlite3.Connection, embedder) -> str | None:
     # Every vector belongs to a memory, so the difference of the counts is what is missing.
     memories = db.execute("SELECT count(*) FROM memories").fetchone()[0]
     missing = memories - db.execute("SELECT count(*) FROM vectors").fetchone()[0]
-    return f"{missing} memor{'y' if missing == 1 else 'ies'} without vectors" if missing else None
+    return f"{memory_count(missing)} without vectors" if missing else None
 
 
 def embed_missing(db: sqlite3.Connection, embedder, gen: int, progress: ProgressFn | None) -> tuple[int, int]:

@@ -271,6 +271,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def memory_count(n: int, kind: str = "") -> str:
+    """"1 memory", "3 memories" (with `kind`: "1 captured memory")."""
+    return f"{n} {kind + ' ' if kind else ''}memor{'y' if n == 1 else 'ies'}"
+
+
 def one_line(what: Memory | str, width: int | None = None) -> str:
     """A memory's text (or any text) on one line for people: each run of blank space, line breaks
     included, one space; longer than `width` characters: cut there, "…" the last of them. Every
