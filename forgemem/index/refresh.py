@@ -191,7 +191,6 @@ def _delete_memory(db: sqlite3.Connection, rel: str, gen: int) -> None:
 def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -> None:
     text = embed_text(memory)
     text_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    lexical = lexical_text(memory)
     row = db.execute("SELECT rowid, text_hash FROM memories WHERE path = ?", (rel,)).fetchone()
     record = to_record(memory)
     if row is None:
@@ -201,7 +200,7 @@ def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -
         )
         new = cursor.lastrowid
         assert new is not None
-        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (new, lexical))
+        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (new, lexical_text(memory)))
         links.write(db, new, memory)
         return
     rowid, old_hash = row
@@ -215,7 +214,7 @@ def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -
     )
     db.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
     db.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
-    db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rowid, lexical))
+    db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (rowid, lexical_text(memory)))
 
 
 def _problem_json(problem: Problem) -> dict:
