@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from forgemem.store.citations import mentions
+from forgemem.store.citations import cited_path, mentions
 from forgemem.store.model import Memory, format_timestamp
 
 CHANGED_SHARE = 0.5
@@ -78,7 +78,7 @@ def find_stale(memories: list[Memory], root: Path) -> list[Finding]:
             continue
         paths, symbols = mentions(memory.body)
         for name in paths:
-            target = root / name.rstrip("/")
+            target = cited_path(root, name)
             if not target.exists():
                 findings.append(Finding(memory, "missing-path", name, f"`{name}` no longer exists"))
                 continue
@@ -128,7 +128,7 @@ class _Side:
 
     def has_path(self, name: str) -> bool:
         if self.worktree:
-            return (self.root / name.rstrip("/")).exists()
+            return cited_path(self.root, name).exists()
         name = name.rstrip("/")
         return name in self.files() or any(f.startswith(name + "/") for f in self.files())
 

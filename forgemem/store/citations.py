@@ -34,6 +34,11 @@ def mentions(body: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(paths)), list(dict.fromkeys(symbols))
 
 
+def cited_path(root: Path, name: str) -> Path:
+    """Where a cited path (`db/migrations/`, `harbor/app.py`) is in the repository folder `root`."""
+    return root / name.rstrip("/")
+
+
 def missing_paths(body: str, root: Path) -> list[str]:
     """The paths `body` cites that do not exist under the repository folder `root`."""
-    return [name for name in mentions(body)[0] if not (root / name.rstrip("/")).exists()]
+    return [name for name in mentions(body)[0] if not cited_path(root, name).exists()]
