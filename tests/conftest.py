@@ -153,6 +153,36 @@ def recall_server(socket: Path) -> Iterator[subprocess.Popen]:
         server.wait(timeout=30)
 
 
+@contextmanager
+def silent_server(folder: Path) -> Iterator[tuple[Path, list]]:
+    """A socket in a new private `folder` whose server takes every request and never answers (a stopped
+    server); yields its path and the connections it accepted, closed after."""
+    import socket
+    import threading
+
+    folder.mkdir(mode=0o700)
+    path = folder / "s.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    accepted: list = []
+
+    def accept_and_say_nothing():
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept_and_say_nothing, daemon=True).start()
+    try:
+        yield path, accepted
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
 def write_memory(folder: Path, memory: Memory) -> Path:
     return memfile.write_new(memory, folder / memory.category / memfile.file_name(memory))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from forgemem.cli.quick import parse
-from tests.conftest import recall_server
+from tests.conftest import recall_server, silent_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_memories"
@@ -250,31 +250,13 @@ def test_a_debugging_or_classifier_variable_does_not_keep_the_fast_path_from_a_c
 
 def test_ctrl_c_while_the_server_answers_ends_in_one_line(tmp_path, monkeypatch):
     import signal
-    import socket as socketlib
-    import threading
     import time
 
-    folder = tmp_path / "sock"
-    folder.mkdir(mode=0o700)
-    path = folder / "s.sock"
-    listener = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(4)
-    accepted: list = []
-
-    def accept_and_say_nothing():  # a server that takes the request and never answers
-        while True:
-            try:
-                accepted.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept_and_say_nothing, daemon=True).start()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "FORGEMEM_SERVER": "on", "FORGEMEM_SERVER_SOCKET": str(path)}
-    client = subprocess.Popen([sys.executable, "-P", "-c", ENTRY, "recall", "which shell"], env=env, cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+    with silent_server(tmp_path / "sock") as (path, accepted):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FORGEMEM_SERVER": "on", "FORGEMEM_SERVER_SOCKET": str(path)}
+        client = subprocess.Popen([sys.executable, "-P", "-c", ENTRY, "recall", "which shell"], env=env, cwd=tmp_path,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 60
         while not accepted:
             assert time.monotonic() < deadline and client.poll() is None
@@ -282,9 +264,5 @@ def test_ctrl_c_while_the_server_answers_ends_in_one_line(tmp_path, monkeypatch)
         time.sleep(0.2)
         client.send_signal(signal.SIGINT)
         _out, err = client.communicate(timeout=60)
-    finally:
-        listener.close()
-        for conn in accepted:
-            conn.close()
     assert client.returncode == 130
     assert err.startswith("forgemem: interrupted\n") and "Traceback" not in err
