@@ -66,6 +66,32 @@ def dev_units(name: str) -> list[tuple[str, str, int]]:
     return rows
 
 
+def dev_categories(name: str) -> list[tuple[str, str, set[str]]]:
+    """(unit, the agent's turn before it, the categories allowed) for each unit of a labelled set that holds
+    every word of an expected memory: category labels written by other writers than the corpus's."""
+    import yaml
+
+    from forgemem.capture.classify.offline import _merge_fragments
+    from forgemem.capture.classify.units import units
+
+    rows = []
+    for case in yaml.safe_load((ROOT / "tests" / "fixtures" / name).read_text(encoding="utf-8")):
+        expected = [([w.lower() for w in e.get("words", [])], e.get("category")) for e in (case.get("expect") or [])]
+        before = ""
+        for turns in case.get("passes") or [case["turns"]]:
+            for turn in turns:
+                if "assistant" in turn:
+                    before = turn["assistant"]
+                    continue
+                for unit in _merge_fragments(units(turn["user"])):
+                    for words, category in expected:
+                        if words and category and all(w in unit.lower() for w in words):
+                            rows.append((unit, before, {category} if isinstance(category, str) else set(category)))
+                            break
+                before = ""
+    return rows
+
+
 def fine_tune(texts: list[str], labels, classes: int, layers: int, epochs: int, weights=None):
     """A MiniLM with its top `layers` layers and a linear head trained on (texts, labels); returns predict(texts)."""
     import numpy as np
@@ -197,6 +223,19 @@ def main() -> None:
     print(f"   frozen LR {accuracy(frozen_category.predict((test_features.astype(np.float64) - kmean) / kscale)):.3f}"
           f"   shipped heads {accuracy(shipped_category):.3f}"
           f"   fine-tuned {accuracy(tuned_category(test_texts).argmax(axis=1)):.3f}")
+    print("\n3. category, units of the labelled session sets holding an expected memory (other writers)")
+    for name in DEV_SETS:
+        rows = dev_categories(name)
+        texts = [r[0] for r in rows]
+        features = feature_matrix(texts, embedder, [r[1] for r in rows])
+        picks = {
+            "frozen LR": [CATEGORIES[int(k)] for k in frozen_category.predict((features.astype(np.float64) - kmean) / kscale)],
+            "shipped heads": [d.category for d in decide(features, "dense", texts)],
+            "fine-tuned": [CATEGORIES[int(k)] for k in tuned_category(texts).argmax(axis=1)],
+        }
+        cells = "   ".join(f"{k} {np.mean([c in r[2] for c, r in zip(v, rows, strict=True)]):.3f}"
+                           for k, v in picks.items())
+        print(f"   {name:28} {len(rows):4d}   {cells}")
 
 
 if __name__ == "__main__":

@@ -272,13 +272,37 @@ UNMARKED_AT = 0.85
 #: ... and one that says it holds from now on ("never commit to main", "always run X first", "from now on …")
 #: clears a lower one: its words already say it lasts
 STANDING_AT = 0.3
-_STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not ever)\b", r"\bfrom now on\b",
+_STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not ever|nunca|siempre|sempre|jamais|"
+                     r"toujours|nie|niemals|immer|mai|nooit|altijd)\b", r"\bfrom now on\b",
+                     r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|a partir de ahora|a partir de agora|"
+                     r"d'ora in poi|voortaan)\b",
                      r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b", r"\bin (?:this|our) "
                      r"(?:repo|repository|project|codebase)\b")
 
 
+#: the same standing words in the other languages people write to their agent (the pattern features are
+#: English; the heads learn other languages from few rows, so these words must not be what they lack)
+_GENERAL_ELSEWHERE = _rx(
+    r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
+    # German
+    r"\b(?:immer|nie|niemals|ab jetzt|ab sofort|künftig|in zukunft|grundsätzlich|generell|bei uns|wir (?:nutzen|"
+    r"verwenden|benutzen|machen|schreiben|haben)|ich (?:bin|sitze|arbeite|wohne|nutze|bevorzuge|mag)|lieber|"
+    r"keine?n?|nicht mehr|statt)\b",
+    # Spanish, Portuguese, Italian
+    r"\b(?:siempre|sempre|nunca|mai|jamás|a partir de (?:ahora|agora)|de ahora en adelante|d'ora in poi|"
+    r"prefiero|prefiro|preferisco|usamos|utilizamos|usiamo|nada de|en lugar de|em vez de|invece di|"
+    r"soy|sou|sono|trabajo|trabalho|lavoro|en general|em geral|in generale|ya no|não mais|non più)\b",
+    # French
+    r"\b(?:toujours|jamais|désormais|dorénavant|à partir de maintenant|de manière générale|en général|"
+    r"je (?:préfère|suis|travaille|bosse)|on (?:utilise|a décidé|fait)|nous (?:utilisons|avons décidé)|"
+    r"plus de|au lieu de|ne \w+ plus|pas de)\b",
+    # Dutch
+    r"\b(?:altijd|nooit|voortaan|wij gebruiken|we gebruiken|ik (?:ben|werk|gebruik)|liever|geen)\b",
+)
+
+
 def generalises(sentence: str) -> bool:
-    return any(_P[name].search(sentence) for name in GENERAL)
+    return any(_P[name].search(sentence) for name in GENERAL) or bool(_GENERAL_ELSEWHERE.search(sentence))
 
 
 _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
@@ -297,7 +321,10 @@ _ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what
 _ONE_OFF = _rx(r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
                r"demo|spike|migration|run|refactor|rename)\b",
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
-               r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b")
+               r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
+               # "don't push yet": held back for now, in any language
+               r"\b(?:don'?t|do not)\s+(?:\w+\s+){0,3}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
+               r"non ancora|nog niet)\b")
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
 _REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|can you|could you|please)\s+"
                r"(?:a|an|to (?:add|build|create|make|write|fix|implement|have|get|see)|(?:add|make|create|write|"

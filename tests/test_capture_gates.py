@@ -1,0 +1,61 @@
+"""The offline classifier's gates over its heads: standing words in other languages, "not yet" one-offs.
+
+A unit with no standing word ("always", "we", "from now on", …) must clear a much higher bar
+(`learned.UNMARKED_AT`): such a unit is almost always a task. People write to their agent in
+their own language, so the standing words are read in the languages they use too; and an
+instruction held back for now ("don't push yet", "todavía no") is a one-off in any of them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from forgemem.capture.classify import Batch
+from forgemem.capture.classify.learned import generalises, never_durable
+from forgemem.capture.classify.offline import OfflineClassifier
+from forgemem.capture.transcripts import Turn
+
+
+def written(sentence: str, embedder, before: str = "Done, the tests pass.") -> list:
+    turns = [Turn("g", 0, "assistant", before, None, "g", 1, 1, 0, 0),
+             Turn("g", 1, "user", sentence, None, "g", 2, 2, 0, 0)]
+    classifier = OfflineClassifier(True, embedder)
+    return classifier.classify(Batch(turns[-1:], "cadence", "g", "g", context=turns[:-1]), lambda t: []).proposals
+
+
+@pytest.mark.parametrize("sentence", [
+    "bei uns laufen die Integrationstests immer gegen eine echte Postgres, nie gegen SQLite",
+    "nunca hagas commits directamente en main, siempre una rama y un PR",
+    "désormais les migrations passent par alembic, jamais à la main",
+    "d'ora in poi usiamo ruff per il lint, non più flake8",
+    "voortaan gebruiken we uv in plaats van pip",
+    "in general keep functions under fifty lines",
+])
+def test_standing_words_in_other_languages_count(sentence):
+    assert generalises(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "bei uns laufen die Integrationstests immer gegen eine echte Postgres, nie gegen SQLite",
+    "nunca hagas commits directamente en main, siempre una rama y un PR",
+    "désormais les migrations passent par alembic, jamais à la main",
+])
+def test_a_rule_in_another_language_is_written(sentence, real_embedder):
+    assert written(sentence, real_embedder), sentence
+
+
+@pytest.mark.parametrize("sentence", [
+    "ok commit it but don't push yet, I want to look at the diff first",
+    "do not merge it yet",
+    "haz el commit pero no hagas push todavía",
+    "mach den Commit, aber noch nicht pushen",
+    "fais le commit mais ne pousse pas encore",
+])
+def test_an_instruction_held_back_for_now_is_a_one_off(sentence, real_embedder):
+    assert never_durable(sentence)
+    assert not written(sentence, real_embedder), sentence
+
+
+def test_a_fact_that_is_not_there_yet_is_not_a_one_off():
+    """"not … yet" about how things are is not an instruction held back: only "don't X yet" is."""
+    assert not never_durable("the svelte plugin is not there yet, so biome cannot format .svelte files")
