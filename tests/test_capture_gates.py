@@ -1,4 +1,5 @@
-"""The offline classifier's gates over its heads: standing words in other languages, "not yet" one-offs.
+"""The offline classifier's gates over its heads: standing words in other languages, "not yet" one-offs,
+and a category that agrees with what the sentence is about and where it is kept.
 
 A unit with no standing word ("always", "we", "from now on", …) must clear a much higher bar
 (`learned.UNMARKED_AT`): such a unit is almost always a task. People write to their agent in
@@ -59,3 +60,17 @@ def test_an_instruction_held_back_for_now_is_a_one_off(sentence, real_embedder):
 def test_a_fact_that_is_not_there_yet_is_not_a_one_off():
     """"not … yet" about how things are is not an instruction held back: only "don't X yet" is."""
     assert not never_durable("the svelte plugin is not there yet, so biome cannot format .svelte files")
+
+
+def test_how_the_person_wants_to_be_worked_with_is_a_preference_not_a_fact(real_embedder):
+    """"ask me first" names the person as its object: a preference of theirs, not a fact about them."""
+    for sentence in ("before you run any git command, ask me first", "tell me when you change a public API"):
+        found = written(sentence, real_embedder)
+        assert found and found[0].category == "coding-preferences" and found[0].scope == "user", found
+    fact = written("I'm on Windows 11 with WSL2, Ubuntu inside", real_embedder)
+    assert fact and fact[0].category == "user-facts", fact
+
+
+def test_a_rule_for_all_the_persons_projects_is_not_a_project_convention(real_embedder):
+    found = written("I've ditched poetry: in all my projects use uv from now on", real_embedder)
+    assert found and found[0].scope == "user" and found[0].category == "coding-preferences", found

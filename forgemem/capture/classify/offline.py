@@ -119,6 +119,10 @@ class OfflineClassifier:
             if relation == "supersedes" and category == "corrections":
                 # a change of mind about a convention or a decision is one too, not a correction of the agent
                 category = next((n.memory.category for n in nearest if n.memory.id == target), category)
+            if scope == "user" and category in ("project-conventions", "architectural-decisions"):
+                # a project's convention or decision lives with the project: one that holds in every project of
+                # the person ("in all my projects use uv") is their way of working
+                category = "coding-preferences"
             proposals.append(Proposal(
                 text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit),
                 turn=turn, confidence=round(1.0 if confirm else decision.durable, 2),
@@ -145,7 +149,10 @@ _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
 #: a fact about the person is said in the first person
-_PERSONAL = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|ich|mein|meine|soy|mi|je|mon|ma)\b", re.I)
+#: a fact about the person has them as its subject or owner ("I'm on WSL", "my editor is vim"); "ask me first"
+#: is how they want to be worked with, a preference
+_PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|mi|je|j'|mon|ma|sou|eu|io|sono|"
+                       r"ik|mijn)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
