@@ -26,7 +26,10 @@ CORPUS = ROOT.parent / "shared" / "eval" / "capture"
 #: hard decoys, the category boundaries, run-on turns)
 #: capture_extra3.jsonl (360 rows by a third writer: hard negatives real sessions are full of — bug reports,
 #: status remarks, venting, task-scoped instructions, questions without a "?", reasons said apart from their rule)
-EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in ("", "2", "3"))
+#: capture_extra4.jsonl (260 rows by a fourth writer who saw no test or development set: 110 in German, Spanish,
+#: French, Portuguese, Italian and Dutch, 70 long English turns with at most one rule buried in them, 80 hard
+#: short rows: rules without marker words, facts about the person, status reports, anecdotes)
+EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in ("", "2", "3", "4"))
 TRAIN, TEST = "train", "test"
 
 
