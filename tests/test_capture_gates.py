@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch
 from forgemem.capture.classify.learned import generalises, never_durable
 from forgemem.capture.classify.offline import OfflineClassifier
 from forgemem.capture.transcripts import Turn
+from forgemem.recall.engine import RecallEngine
+from forgemem.workspace import Workspace, init_forge_dir
 
 
 def written(sentence: str, embedder, before: str = "Done, the tests pass.") -> list:
@@ -74,3 +77,22 @@ def test_how_the_person_wants_to_be_worked_with_is_a_preference_not_a_fact(real_
 def test_a_rule_for_all_the_persons_projects_is_not_a_project_convention(real_embedder):
     found = written("I've ditched poetry: in all my projects use uv from now on", real_embedder)
     assert found and found[0].scope == "user" and found[0].category == "coding-preferences", found
+
+
+def test_a_thing_named_before_here_is_is_the_repositorys_way():
+    assert generalises("branch names here are `fix/<ticket>-short-slug`, ticket first")
+    assert not generalises("here are the logs")
+
+
+def test_a_teams_move_to_another_tool_is_written_and_keeps_the_kind_of_what_it_replaces(tmp_path, real_embedder):
+    init_forge_dir(tmp_path / "project" / ".forge")
+    init_forge_dir(tmp_path / "home" / ".forge")
+    workspace = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "project/.forge/memory",
+                               user_dir=tmp_path / "home/.forge/memory")
+    old, _ = workspace.add("Infra uses Terraform pinned to 1.5.7 (last MPL-licensed release).", scope="repo",
+                           category="architectural-decisions")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    turns = [Turn("g", 0, "user", "we're moving this repo to opentofu, pinned 1.8.x.", None, "g", 1, 1, 0, 0),
+             Turn("g", 1, "assistant", "Okay.", None, "g", 2, 2, 0, 0)]
+    [new] = capturer.run(Batch(turns, "cadence", "g", "g")).written
+    assert new.supersedes == (old.id,) and new.category == "architectural-decisions" and new.scope == "repo"

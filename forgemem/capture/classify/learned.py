@@ -276,6 +276,10 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"toujours|nie|niemals|immer|mai|nooit|altijd)\b", r"\bfrom now on\b",
                      r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|a partir de ahora|a partir de agora|"
                      r"d'ora in poi|voortaan)\b",
+                     # a team's change of tool or way: "we're moving this repo to opentofu", "we switched to uv"
+                     r"\bwe(?:'re| are|'ve| have)? (?:moving|moved|switching|switched|migrating|migrated|"
+                     r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
+                     r"team|app|service))? (?:to|on)\b",
                      r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b", r"\bin (?:this|our) "
                      r"(?:repo|repository|project|codebase)\b")
 
@@ -284,6 +288,8 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
 #: English; the heads learn other languages from few rows, so these words must not be what they lack)
 _GENERAL_ELSEWHERE = _rx(
     r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
+    # "branch names here are …": the repository's way ("here are the logs" is not: nothing is named before it)
+    r"\b\w{3,}s here (?:is|are)\b",
     # German
     r"\b(?:immer|nie|niemals|ab jetzt|ab sofort|künftig|in zukunft|grundsätzlich|generell|bei uns|wir (?:nutzen|"
     r"verwenden|benutzen|machen|schreiben|haben)|ich (?:bin|sitze|arbeite|wohne|nutze|bevorzuge|mag)|lieber|"

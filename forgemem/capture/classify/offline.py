@@ -116,9 +116,11 @@ class OfflineClassifier:
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
                         relation, target, similarity = again
-            if relation == "supersedes" and category == "corrections":
-                # a change of mind about a convention or a decision is one too, not a correction of the agent
-                category = next((n.memory.category for n in nearest if n.memory.id == target), category)
+            replaced = next((n.memory.category for n in nearest if n.memory.id == target), None)
+            if relation == "supersedes" and replaced and (category == "corrections" or {category, replaced} <= _RULE_KINDS):
+                # a change of mind about a convention or a decision is one too, not a correction of the agent; and
+                # it keeps the kind of what it replaces where kinds blur (a preference, a convention, a decision)
+                category = replaced
             if scope == "user" and category in ("project-conventions", "architectural-decisions"):
                 # a project's convention or decision lives with the project: one that holds in every project of
                 # the person ("in all my projects use uv") is their way of working
@@ -133,6 +135,7 @@ class OfflineClassifier:
         return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
 
 
+_RULE_KINDS = {"coding-preferences", "project-conventions", "architectural-decisions"}
 _WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
 CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
 #: what a correction of the agent's work sounds like
