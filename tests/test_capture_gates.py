@@ -34,6 +34,8 @@ def written(sentence: str, embedder, before: str = "Done, the tests pass.") -> l
     "d'ora in poi usiamo ruff per il lint, non più flake8",
     "voortaan gebruiken we uv in plaats van pip",
     "in general keep functions under fifty lines",
+    "dont mock the db in the integration tests",
+    "retries use tenacity, not the hand rolled while loop",
 ])
 def test_standing_words_in_other_languages_count(sentence):
     assert generalises(sentence)

@@ -288,6 +288,8 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
 #: English; the heads learn other languages from few rows, so these words must not be what they lack)
 _GENERAL_ELSEWHERE = _rx(
     r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
+    # as people type them: "dont mock the db", and a choice stated against another ("retries use tenacity, not …")
+    r"\bdont \w+", r"\buse [\w`./:-]+(?: [\w`./:-]+)?,? not\b",
     # "branch names here are …": the repository's way ("here are the logs" is not: nothing is named before it)
     r"\b\w{3,}s here (?:is|are)\b",
     # German
