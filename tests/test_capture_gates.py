@@ -98,3 +98,21 @@ def test_a_teams_move_to_another_tool_is_written_and_keeps_the_kind_of_what_it_r
              Turn("g", 1, "assistant", "Okay.", None, "g", 2, 2, 0, 0)]
     [new] = capturer.run(Batch(turns, "cadence", "g", "g")).written
     assert new.supersedes == (old.id,) and new.category == "architectural-decisions" and new.scope == "repo"
+
+
+@pytest.mark.parametrize("sentence", [
+    "from now on until this is merged dont touch anything under tests/",
+    "scripts/bootstrap.sh doesnt work for me",
+    "the nightly export keeps failing since tuesday",
+    "getting this in prod logs every few minutes, find where it comes from",
+    "and &str vs String for the name field, which would you pick here",
+    "il me faut un prototype rapide d'un endpoint de recherche",
+    "ich brauche einen schnellen Prototyp für den Export",
+])
+def test_reports_bounded_instructions_unmarked_questions_and_requests_are_not_rules(sentence, real_embedder):
+    assert never_durable(sentence)
+    assert not written(sentence, real_embedder), sentence
+
+
+def test_a_report_that_says_what_to_do_from_now_on_is_still_a_rule():
+    assert not never_durable("pnpm doesn't work with our workspace setup, always use yarn here")

@@ -321,7 +321,19 @@ _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|re
 #: a question: it ends with "?", or opens with a word that asks ("when …" opens a rule as often: "when you
 #: explain changes, give me the reasoning")
 _ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what|why|how|where|which|who|any idea|"
-            r"do you know)\b")
+            r"do you know)\b",
+            # asked without a "?": "which would you pick here", "thoughts"
+            r"\bwhich (?:one )?(?:would|should|do) (?:you|we|i)\b", r"\bwhat do you think\b", r"\bthoughts\W*$")
+#: an instruction bounded in time ("from now on until this is merged …"): its words say when it ends
+_BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migration|the release)(?:'s| is)? "
+               r"(?:merged|done|lands|ships|in|finished|over|out)\b")
+#: a report that something is broken ("scripts/bootstrap.sh doesnt work for me", "getting this in prod logs"):
+#: a task to look into, unless the sentence also says what to do from now on
+_MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
+                   r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
+                   r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
+                   r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b")
+_SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must)\b")
 
 
 #: words that tie an instruction to the work at hand: it ends with it ("until this is merged, don't touch
@@ -336,14 +348,21 @@ _ONE_OFF = _rx(r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commi
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
 _REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|can you|could you|please)\s+"
                r"(?:a|an|to (?:add|build|create|make|write|fix|implement|have|get|see)|(?:add|make|create|write|"
-               r"build|fix|implement) (?:a|an|the))\b")
+               r"build|fix|implement) (?:a|an|the))\b",
+               # ... in the other languages people write to their agent
+               r"^(?:\W*\w+\W+){0,2}?(?:il me faut|j'ai besoin d|je veux|je voudrais|peux-tu|tu peux|ich brauche|"
+               r"ich möchte|ich will|kannst du|könntest du|necesito|quiero|puedes|podrías|preciso|quero|você pode|"
+               r"mi serve|voglio|puoi|ik wil|kun je|kan je)\b")
 
 
 def never_durable(sentence: str) -> bool:
     """A question (nothing decided yet), a clarification of the request at hand ("no, I mean …"), an
     instruction tied to the work at hand, or a request for a thing to be made, unless it also states a
-    standing rule ("since we never … in this repo, can you …?")."""
-    if _CLARIFYING.search(sentence.strip()):
+    standing rule ("since we never … in this repo, can you …?"); an instruction that says when it ends
+    ("until this is merged"), and a report that something is broken that says nothing of what to do."""
+    if _CLARIFYING.search(sentence.strip()) or _BOUNDED.search(sentence):
+        return True
+    if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
         return True
