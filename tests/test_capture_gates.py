@@ -14,7 +14,7 @@ import pytest
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch
 from forgemem.capture.classify.learned import generalises, never_durable
-from forgemem.capture.classify.offline import OfflineClassifier
+from forgemem.capture.classify.offline import OfflineClassifier, dropped_names
 from forgemem.capture.transcripts import Turn
 from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir
@@ -116,3 +116,20 @@ def test_reports_bounded_instructions_unmarked_questions_and_requests_are_not_ru
 
 def test_a_report_that_says_what_to_do_from_now_on_is_still_a_rule():
     assert not never_durable("pnpm doesn't work with our workspace setup, always use yarn here")
+
+
+def test_a_prefix_dropped_with_anymore_replaces_the_rule_that_names_it(tmp_path, real_embedder):
+    """"jira key first, no fix/feat prefix anymore" drops the old naming by its name: a supersession."""
+    init_forge_dir(tmp_path / "project" / ".forge")
+    init_forge_dir(tmp_path / "home" / ".forge")
+    workspace = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "project/.forge/memory",
+                               user_dir=tmp_path / "home/.forge/memory")
+    old, _ = workspace.add("Branch names here are `fix/<ticket>-short-slug` or `feat/<ticket>-...`.", scope="repo",
+                           category="project-conventions")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    said = "heads up, we changed branch naming at the retro: jira key first, no fix/feat prefix anymore."
+    turns = [Turn("g", 0, "user", said, None, "g", 1, 1, 0, 0), Turn("g", 1, "assistant", "Okay.", None, "g", 2, 2, 0, 0)]
+    [new] = capturer.run(Batch(turns, "cadence", "g", "g")).written
+    assert new.supersedes == (old.id,)
+    assert dropped_names(said) == {"fix"}
+    assert dropped_names("we have no more time today") == set()

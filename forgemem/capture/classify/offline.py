@@ -236,7 +236,9 @@ _DROPPED = re.compile(
     r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
-    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b", re.I)
+    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
+    # "no fix/feat prefix anymore"
+    r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b", re.I)
 _NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
 
 
@@ -244,7 +246,7 @@ def dropped_names(said: str) -> set[str]:
     """Names the user said they dropped: "scratch GORM" -> {"gorm"}."""
     names = set()
     for match in _DROPPED.finditer(said):
-        name = (match.group(1) or match.group(2) or "").lower().strip(".")
+        name = next((g for g in match.groups() if g), "").lower().strip(".")
         if name and name not in _NOT_NAMES:
             names.add(name)
     return names
