@@ -412,7 +412,9 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
 # ------------------------------------------------------------------ scope
 
 
-_USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b",
+#: the person's own work, apart from this repository ("in my personal repos", "for my own stuff")
+_OWN_WORK = r"\b(?:in|for|on|across) my (?:own |personal |side |other |private )(?:repos?|projects?|stuff|code|work)\b"
+_USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
                 r"\bi(?:'d| would) (?:rather|like|prefer)\b", r"\b(?:big |huge )?fan of\b", r"\bi find\b",
@@ -425,7 +427,7 @@ _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of m
                 r"finish|are done)\b", r"\byour (?:answers?|replies|responses|explanations?|summar(?:y|ies))\b",
                 r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
 #: personal cues that outweigh any word about the repository
-_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b",
+_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                        r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                        r"\bregardless of (?:the )?project\b", r"\bpersonally\b")
 _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|package|crate|module|exporter|monorepo)\b",

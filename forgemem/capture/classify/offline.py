@@ -234,6 +234,7 @@ def relate_to(text: str, said: str, category: str, scope: str,
 
 _DROPPED = re.compile(
     r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
+    r"(?:gone|went|going|gotten|got) off|"
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
     r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
