@@ -133,3 +133,16 @@ def test_a_prefix_dropped_with_anymore_replaces_the_rule_that_names_it(tmp_path,
     assert new.supersedes == (old.id,)
     assert dropped_names(said) == {"fix"}
     assert dropped_names("we have no more time today") == set()
+
+
+@pytest.mark.parametrize("sentence, category, scope", [
+    ("in this repo always use single quotes for strings", "project-conventions", "repo"),
+    ("use f-strings, not format(), in this codebase", "project-conventions", "repo"),
+    ("in this repo we prefer early returns over nested ifs", "project-conventions", "repo"),
+    ("personally I always want type hints on every function, in all my projects", "coding-preferences", "user"),
+])
+def test_category_and_scope_agree(sentence, category, scope, real_embedder):
+    """A way of writing code kept with one repository is its convention; one kept by the person, their preference
+    (every labelled set this project has pairs them so)."""
+    [found] = written(sentence, real_embedder)
+    assert (found.category, found.scope) == (category, scope)

@@ -125,6 +125,9 @@ class OfflineClassifier:
                 # a project's convention or decision lives with the project: one that holds in every project of
                 # the person ("in all my projects use uv") is their way of working
                 category = "coding-preferences"
+            elif scope == "repo" and category == "coding-preferences":
+                # ... and a way of writing code kept with one repository is that project's convention
+                category = "project-conventions"
             proposals.append(Proposal(
                 text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit),
                 turn=turn, confidence=round(1.0 if confirm else decision.durable, 2),
