@@ -146,3 +146,22 @@ def test_category_and_scope_agree(sentence, category, scope, real_embedder):
     (every labelled set this project has pairs them so)."""
     [found] = written(sentence, real_embedder)
     assert (found.category, found.scope) == (category, scope)
+
+
+def test_a_change_of_mind_after_a_remark_in_the_same_pass_replaces_the_old_rule(tmp_path, real_embedder):
+    """The remark said first ("biome mangles our .svelte files") only refines the biome rule: the change of mind
+    must replace the rule itself, or the rule stays current."""
+    init_forge_dir(tmp_path / "project" / ".forge")
+    init_forge_dir(tmp_path / "home" / ".forge")
+    workspace = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "project/.forge/memory",
+                               user_dir=tmp_path / "home/.forge/memory")
+    old, _ = workspace.add("Rip out prettier, add a biome.json with 2 space / single quote style, and run "
+                           "`biome check --write` on files you touch.", scope="repo", category="project-conventions")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    said = ("ugh. biome mangles our .svelte files, support isnt there yet. we're going back to prettier "
+            "(with prettier-plugin-svelte), but the team wants tabs now instead of 2 spaces.")
+    turns = [Turn("g", 0, "user", said, None, "g", 1, 1, 0, 0), Turn("g", 1, "assistant", "Okay.", None, "g", 2, 2, 0, 0)]
+    written_ = capturer.run(Batch(turns, "cadence", "g", "g")).written
+    assert any(m.supersedes == (old.id,) and "prettier" in m.body for m in written_), written_
+    capturer.engine.refresh()
+    assert old.id not in {m.id for m in capturer.engine.snapshot.graph.heads()}

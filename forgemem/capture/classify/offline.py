@@ -293,6 +293,12 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
             if relation == "duplicate":
                 kept.remove(earlier)
                 break
+            if relation == "supersedes" and proposal.relation == "supersedes" and proposal.target and not (
+                    earlier.relation == "supersedes" and earlier.target == proposal.target):
+                # it replaces a memory written before this pass ("we're going back to prettier" replaces the
+                # biome rule): linked to a remark said just before instead ("biome mangles our .svelte files",
+                # which only refines that rule), the replaced rule would stay current
+                continue
             if relation == "supersedes" and earlier.replaced_by is None:
                 proposal.replaces = earlier  # the capturer links them once the earlier one has its id
                 earlier.replaced_by = proposal
