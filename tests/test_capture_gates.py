@@ -165,3 +165,45 @@ def test_a_change_of_mind_after_a_remark_in_the_same_pass_replaces_the_old_rule(
     assert any(m.supersedes == (old.id,) and "prettier" in m.body for m in written_), written_
     capturer.engine.refresh()
     assert old.id not in {m.id for m in capturer.engine.snapshot.graph.heads()}
+
+
+def _store_with(tmp_path, text: str, scope: str, category: str):
+    init_forge_dir(tmp_path / "project" / ".forge")
+    init_forge_dir(tmp_path / "home" / ".forge")
+    workspace = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "project/.forge/memory",
+                               user_dir=tmp_path / "home/.forge/memory")
+    old, _ = workspace.add(text, scope=scope, category=category)
+    return workspace, old
+
+
+def _said(workspace, real_embedder, said: str) -> list:
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    turns = [Turn("g", 0, "assistant", "Done.", None, "g", 1, 1, 0, 0),
+             Turn("g", 1, "user", said, None, "g", 2, 2, 0, 0), Turn("g", 2, "assistant", "Okay.", None, "g", 3, 3, 0, 0)]
+    return capturer.run(Batch(turns[1:], "cadence", "g", "g", context=turns[:1])).written
+
+
+@pytest.mark.parametrize("seed, scope, category, said", [
+    ("Use poetry for dependency management.", "repo", "project-conventions", "poetry is out, it's uv now"),
+    ("Run the linter with flake8.", "repo", "project-conventions", "we replaced flake8 with ruff"),
+    ("Format with black.", "repo", "project-conventions", "actually scrap black, we format with ruff format now"),
+    ("Store uploads on the local disk under /var/uploads.", "repo", "architectural-decisions",
+     "uploads go to S3 now, the disk filled up twice"),
+])
+def test_a_terse_change_of_mind_replaces_the_rule_the_store_holds(tmp_path, real_embedder, seed, scope, category, said):
+    """Too terse for the heads alone ("poetry is out, it's uv now"), but it replaces a rule the store holds."""
+    workspace, old = _store_with(tmp_path, seed, scope, category)
+    written_ = _said(workspace, real_embedder, said)
+    assert [m.supersedes for m in written_] == [(old.id,)], written_
+
+
+@pytest.mark.parametrize("seed, scope, category, said", [
+    ("Run the tests with `make test`.", "repo", "project-conventions", "ok now run the tests"),
+    ("Use poetry for dependency management.", "repo", "project-conventions", "now add requests to the dependencies"),
+    ("Format with black.", "repo", "project-conventions", "black changed the whole file, revert that"),
+    ("Store uploads on the local disk under /var/uploads.", "repo", "architectural-decisions",
+     "the uploads folder is full now, clean it"),
+])
+def test_a_task_that_says_now_replaces_nothing(tmp_path, real_embedder, seed, scope, category, said):
+    workspace, old = _store_with(tmp_path, seed, scope, category)
+    assert _said(workspace, real_embedder, said) == []

@@ -79,8 +79,11 @@ class OfflineClassifier:
         for (unit, turn, before, agent), confirm, decision in zip(found, confirms, decisions, strict=True):
             if agent and _CONFIRMATION.match(unit) and not confirm:
                 continue  # yes to a one-off step: nothing lasting was decided
+            changes_mind = False
             if not (confirm or decision.is_durable):
-                continue
+                if not _may_change_mind(unit, decision.durable):
+                    continue
+                changes_mind = True  # written only if it replaces a memory (below)
             category = decision.category
             if category == "corrections" and not (agent and _REACTS.search(unit)):
                 # a correction reacts to what the agent just did; said unprompted it is a rule of another kind
@@ -106,6 +109,8 @@ class OfflineClassifier:
                              proposal=before if confirm else "")
             nearest = neighbours(text)
             relation, target, similarity = relate_to(text, unit, category, scope, nearest)
+            if changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
+                continue
             if why_scope in _WEAK_SCOPE and relation not in ("supersedes", "refines", "duplicate"):
                 # no cue decided the scope: a memory of the other scope on the same subject decides it
                 # (a change of mind about a personal preference stays personal), but a project
@@ -136,6 +141,23 @@ class OfflineClassifier:
                        + (f" ({similarity:.2f})" if target else ""),
             ))
         return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
+
+
+#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
+#: ("poetry is out, it's uv now"): it says so ...
+_CHANGE_WORDS = re.compile(
+    r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)? (?:to|over|back)|mov(?:e|ed|ing) "
+    r"(?:to|off|over)|scrap|scratch|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) (?:out|gone)|(?:going|went|go) back to|"
+    r"migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
+#: ... the heads give it at least this probability, and the relation model says it replaces a memory this surely
+CHANGE_OF_MIND_FLOOR = 0.15
+CHANGE_OF_MIND_AT = 0.5
+
+
+def _may_change_mind(unit: str, durable: float) -> bool:
+    from forgemem.capture.classify.learned import never_durable
+
+    return durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(unit)) and not never_durable(unit)
 
 
 _RULE_KINDS = {"coding-preferences", "project-conventions", "architectural-decisions"}
