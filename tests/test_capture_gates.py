@@ -207,3 +207,12 @@ def test_a_terse_change_of_mind_replaces_the_rule_the_store_holds(tmp_path, real
 def test_a_task_that_says_now_replaces_nothing(tmp_path, real_embedder, seed, scope, category, said):
     workspace, old = _store_with(tmp_path, seed, scope, category)
     assert _said(workspace, real_embedder, said) == []
+
+
+@pytest.mark.parametrize("sentence", [
+    "and the runner is `python runtests.py`, pytest isnt even installed in CI",
+    "our default branch is trunk, not main",
+])
+def test_what_the_projects_tools_are_is_a_rule(sentence, real_embedder):
+    assert generalises(sentence)
+    assert written(sentence, real_embedder), sentence

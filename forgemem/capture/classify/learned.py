@@ -290,6 +290,9 @@ _GENERAL_ELSEWHERE = _rx(
     r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
     # as people type them: "dont mock the db", and a choice stated against another ("retries use tenacity, not …")
     r"\bdont \w+", r"\buse [\w`./:-]+(?: [\w`./:-]+)?,? not\b",
+    # what the project's tools are: "the runner is `python runtests.py`", "our default branch is trunk"
+    r"\b(?:the|our) (?:test )?(?:runner|linter|formatter|build tool|package manager|entry ?point|default branch|"
+    r"orm|task runner|ci|db|database|stack) (?:is|are|here is)\b",
     # "branch names here are …": the repository's way ("here are the logs" is not: nothing is named before it)
     r"\b\w{3,}s here (?:is|are)\b",
     # German
