@@ -216,3 +216,40 @@ def test_a_task_that_says_now_replaces_nothing(tmp_path, real_embedder, seed, sc
 def test_what_the_projects_tools_are_is_a_rule(sentence, real_embedder):
     assert generalises(sentence)
     assert written(sentence, real_embedder), sentence
+
+
+@pytest.mark.parametrize("sentence, general", [
+    ("keep functions under 30 lines", True),
+    ("name test files test_*.py", True),
+    ("make the button blue", False),
+    ("put it in utils", False),
+    ("use that one", False),
+])
+def test_an_instruction_about_things_in_general_is_not_a_task(sentence, general):
+    assert generalises(sentence) is general
+
+
+def test_the_persons_setup_said_plainly_is_a_fact(real_embedder):
+    [found] = written("I'm on a mac", real_embedder)
+    assert (found.category, found.scope) == ("user-facts", "user")
+
+
+def test_a_complaint_that_says_where_to_move_is_not_only_a_report():
+    assert not never_durable("hm cypress is flaky af, moving the e2e tests to playwright")
+
+
+def test_scratch_that_takes_back_the_closest_rule_three_steps_end_with_one_head(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "The user prefers dark themes.", "user", "coding-preferences")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    said = ["we run the unit tests with nose2 here", "nose2 is dead upstream, switch the test runner to pytest",
+            "scratch that, we're standardising on pytest with xdist, always run it as pytest -n auto"]
+    ids = []
+    for n, text in enumerate(said):
+        turns = [Turn("g", 2 * n, "user", text, None, "g", 2 * n, 2 * n, 0, 0),
+                 Turn("g", 2 * n + 1, "assistant", "Okay.", None, "g", 2 * n + 1, 2 * n + 1, 0, 0)]
+        [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
+        assert n == 0 or memory.supersedes == (ids[-1],), (text, memory)
+        ids.append(memory.id)
+    capturer.engine.refresh()
+    heads = {m.id for m in capturer.engine.snapshot.graph.heads()}
+    assert ids[-1] in heads and not heads & set(ids[:-1])

@@ -276,6 +276,12 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"toujours|nie|niemals|immer|mai|nooit|altijd)\b", r"\bfrom now on\b",
                      r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|a partir de ahora|a partir de agora|"
                      r"d'ora in poi|voortaan)\b",
+                     # the person's setup, said plainly: it lasts ("I'm on a mac", "I use neovim")
+                     r"\bi(?:'m| am|m) (?:on|using) (?:a |an )?(?:mac|macos|windows|linux|ubuntu|wsl\w*|arch|fedora|"
+                     r"debian|chromebook|m\d mac)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
+                     r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
+                     r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
+                     r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
                      # a team's change of tool or way: "we're moving this repo to opentofu", "we switched to uv"
                      r"\bwe(?:'re| are|'ve| have)? (?:moving|moved|switching|switched|migrating|migrated|"
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
@@ -293,6 +299,11 @@ _GENERAL_ELSEWHERE = _rx(
     # what the project's tools are: "the runner is `python runtests.py`", "our default branch is trunk"
     r"\b(?:the|our) (?:test )?(?:runner|linter|formatter|build tool|package manager|entry ?point|default branch|"
     r"orm|task runner|ci|db|database|stack) (?:is|are|here is)\b",
+    # an instruction about things in general, not a particular one: "keep functions under 30 lines", "name test
+    # files test_*.py", "use yarn for installs" (a task points at its thing: "make the button blue", "fix it")
+    r"^(?:\W*(?:please|pls|and|also|btw|oh|ok|so)\W+)*(?:use|keep|name|write|put|prefer|avoid|stick to|default "
+    r"to|follow|store|place|format|prefix|sort|indent|wrap|limit|pin|log|raise|catch|comment|document|annotate)\b"
+    r"(?!.*\b(?:the|this|that|these|those|it|its|them|here|there|my|your|for now|today)\b)",
     # "branch names here are …": the repository's way ("here are the logs" is not: nothing is named before it)
     r"\b\w{3,}s here (?:is|are)\b",
     # German
@@ -336,7 +347,8 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
                    r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b")
-_SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must)\b")
+_SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
+                       r"mov(?:e|ed|ing)|replac\w+|migrat\w+)\b")
 
 
 #: words that tie an instruction to the work at hand: it ends with it ("until this is merged, don't touch

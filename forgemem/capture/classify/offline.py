@@ -109,8 +109,6 @@ class OfflineClassifier:
                              proposal=before if confirm else "")
             nearest = neighbours(text)
             relation, target, similarity = relate_to(text, unit, category, scope, nearest)
-            if changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
-                continue
             if why_scope in _WEAK_SCOPE and relation not in ("supersedes", "refines", "duplicate"):
                 # no cue decided the scope: a memory of the other scope on the same subject decides it
                 # (a change of mind about a personal preference stays personal), but a project
@@ -121,6 +119,8 @@ class OfflineClassifier:
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
                         relation, target, similarity = again
+            if changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
+                continue
             replaced = next((n.memory.category for n in nearest if n.memory.id == target), None)
             if relation == "supersedes" and replaced and (category == "corrections" or {category, replaced} <= _RULE_KINDS):
                 # a change of mind about a convention or a decision is one too, not a correction of the agent; and
@@ -146,9 +146,9 @@ class OfflineClassifier:
 #: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
 #: ("poetry is out, it's uv now"): it says so ...
 _CHANGE_WORDS = re.compile(
-    r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)? (?:to|over|back)|mov(?:e|ed|ing) "
-    r"(?:to|off|over)|scrap|scratch|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) (?:out|gone)|(?:going|went|go) back to|"
-    r"migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
+    r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
+    r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
+    r"(?:out|gone)|(?:going|went|go) back to|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
 #: ... the heads give it at least this probability, and the relation model says it replaces a memory this surely
 CHANGE_OF_MIND_FLOOR = 0.15
 CHANGE_OF_MIND_AT = 0.5
@@ -254,7 +254,18 @@ def relate_to(text: str, said: str, category: str, scope: str,
             words = set(re.findall(r"[\w.+-]+", candidate.text.lower()))
             if candidate.scope == scope and dropped & words:
                 return "supersedes", candidate.id, max(score, 0.9)
+        # "scratch that, …", "on second thought …": the closest rule on the subject is what is taken back
+        near = [c for c in candidates if c.scope == scope and c.similarity >= RETRACTED_AT]
+        if _RETRACTS.search(said) and near:
+            return "supersedes", max(near, key=lambda c: c.similarity).id, max(score, 0.8)
     return relation, (candidates[index].id if index is not None else None), score
+
+
+#: words that take back what was said before, and how close (cosine) the rule taken back must be
+_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|forget (?:that|it|what i said)|on second thought|"
+                       r"(?:i |we )?changed (?:my|our) mind|actually,? no\b|no wait|never ?mind (?:that|what i said)|"
+                       r"i take (?:that|it) back)", re.I)
+RETRACTED_AT = 0.35
 
 
 _DROPPED = re.compile(
