@@ -334,3 +334,15 @@ def test_on_the_corpus_test_rows_the_rules_beat_the_baseline():
         out = new(row)
         assert out.strip()
         assert within_budget(row["text"], out, row["context"][-1]["text"] if row.get("context") else "")
+
+
+@pytest.mark.parametrize("said, category, scope, expected", [
+    ("salut, petite évolution : on a décidé en réunion que l'API renvoie désormais les messages d'erreur en français",
+     "architectural-decisions", "repo",
+     "On a décidé en réunion que l'API renvoie désormais les messages d'erreur en français."),
+    ("pero oye, nada de print para depurar, nunca", "coding-preferences", "user", "Nada de print para depurar, nunca."),
+    ("unrelated but fwiw ive kind of gone off the feat: prefix for my own stuff", "coding-preferences", "user",
+     "The user has gone off the feat: prefix for the user's own stuff."),
+])
+def test_openers_and_hedges_are_dropped_in_every_language(said, category, scope, expected):
+    assert rule_text(said, category=category, scope=scope) == expected

@@ -81,8 +81,9 @@ _FOREIGN_WORDS = {
               "qui que il elle on mais aussi suis préfère jamais ne me de la sur dans un faut veux".split()),
 }
 _FOREIGN_FILLER = re.compile(
-    r"^(?:(?:also|ähm|äh|ach ja|übrigens|na ja|naja|ok|okay|ja|bueno|pues|oye|vale|mira|o sea|bon|alors|"
-    r"euh|du coup|en fait|bref|ok donc|donc)\b[\s,:;.!-]*)+"
+    r"^(?:(?:also|ähm|äh|ach ja|ach|und|übrigens|na ja|naja|ok|okay|ja|hey|hi|hallo|kurze info(?: vorab)?|bueno|"
+    r"pues|pero|oye|hola|vale|mira|o sea|y|bon|alors|salut|coucou|petite évolution|euh|du coup|en fait|bref|"
+    r"ok donc|donc|ciao|olá|oi)\b[\s,:;.!-]*)+"
     r"|[,\s]*\b(?:bitte|danke(?: dir)?|por favor|porfa|gracias|s'il (?:te|vous) pla[iî]t|stp|svp|merci)\b[\s,!.]*",
     re.I,
 )

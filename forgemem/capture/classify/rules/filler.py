@@ -25,6 +25,7 @@ _LEAD_FILLER = re.compile(
         r"as a (?:general )?rule", r"rule of thumb", r"going forward", r"moving forward", r"from now on",
         r"from here on(?: out)?", r"in (?:the )?future", r"for future reference", r"no+ no+", r"no+(?=\s*[,!])",
         r"nope", r"sorry(?:,? long day)?", r"lol", r"lmao", r"haha+", r"oh and", r"and also", r"yes",
+        r"unrelated(?: but)?", r"ngl", r"hm+", r"welp", r"oh wait", r"quick (?:heads up|update)",
     )
     + r"(?![\w'/-]|\.\w)(?:[\s,:;!–—-]|\.(?!\w))*"
     # filler only before a comma, colon or dash ("update: …", not "update the changelog …")
@@ -46,7 +47,7 @@ _REQUEST_LEAD = re.compile(
 _INLINE_FILLER = re.compile(
     r"\s*(?<!\bnot )\bjust\b(?! to\b)(?=[\s,.;:!?)]|$)|"
     r"\s*\b(?:please|pls|plz|kindly|literally|basically|honestly|actually|really|simply|kinda|sorta|"
-    r"lol|lmao|haha+|tbh|imo|imho|btw|fyi|you know|i guess|i think|i mean|"
+    r"lol|lmao|haha+|tbh|imo|imho|btw|fyi|fwiw|ngl|kind of|sort of|you know|i guess|i think|i mean|"
     r"(?:thanks|thank you|thx|ty|cheers)(?: so much| a lot)?(?: in advance)?)\b(?!-)(?=[\s,.;:!?)]|$)",
     re.I,
 )
