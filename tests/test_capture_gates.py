@@ -253,3 +253,9 @@ def test_scratch_that_takes_back_the_closest_rule_three_steps_end_with_one_head(
     capturer.engine.refresh()
     heads = {m.id for m in capturer.engine.snapshot.graph.heads()}
     assert ids[-1] in heads and not heads & set(ids[:-1])
+
+
+@pytest.mark.parametrize("acknowledgment", ["Okay.", "Sure thing!", "Done."])
+def test_a_rule_after_a_bare_acknowledgment_is_read_the_same(acknowledgment, real_embedder):
+    """"Okay." and "Done." say the same: the rule after either is written (the heads were trained with "Done.")."""
+    assert written("never commit straight to main", real_embedder, before=acknowledgment)
