@@ -50,38 +50,13 @@ LEARNING_RATE = 5e-5  # the fine-tuned layers; the head learns at 1e-3
 BATCH = 32
 
 
-def dev_units(name: str) -> list[tuple[str, str, int]]:
-    """(unit, the agent's turn before it, durable 0/1 by the expected memories' words) of one labelled set."""
+def _units_of(name: str):
+    """(unit, the agent's turn before it, the expected memories as (words, category)) for each unit of a set."""
     import yaml
 
     from forgemem.capture.classify.offline import _merge_fragments
     from forgemem.capture.classify.units import units
 
-    rows = []
-    for case in yaml.safe_load((ROOT / "tests" / "fixtures" / name).read_text(encoding="utf-8")):
-        words = [[w.lower() for w in e.get("words", [])] for e in (case.get("expect") or [])]
-        before = ""
-        for turns in case.get("passes") or [case["turns"]]:
-            for turn in turns:
-                if "assistant" in turn:
-                    before = turn["assistant"]
-                    continue
-                for unit in _merge_fragments(units(turn["user"])):
-                    durable = any(ws and all(w in unit.lower() for w in ws) for ws in words)
-                    rows.append((unit, before, int(durable)))
-                before = ""
-    return rows
-
-
-def dev_categories(name: str) -> list[tuple[str, str, set[str]]]:
-    """(unit, the agent's turn before it, the categories allowed) for each unit of a labelled set that holds
-    every word of an expected memory: category labels written by other writers than the corpus's."""
-    import yaml
-
-    from forgemem.capture.classify.offline import _merge_fragments
-    from forgemem.capture.classify.units import units
-
-    rows = []
     for case in yaml.safe_load((ROOT / "tests" / "fixtures" / name).read_text(encoding="utf-8")):
         expected = [([w.lower() for w in e.get("words", [])], e.get("category")) for e in (case.get("expect") or [])]
         before = ""
@@ -91,11 +66,28 @@ def dev_categories(name: str) -> list[tuple[str, str, set[str]]]:
                     before = turn["assistant"]
                     continue
                 for unit in _merge_fragments(units(turn["user"])):
-                    for words, category in expected:
-                        if words and category and all(w in unit.lower() for w in words):
-                            rows.append((unit, before, {category} if isinstance(category, str) else set(category)))
-                            break
+                    yield unit, before, expected
                 before = ""
+
+
+def _holds(unit: str, words: list[str]) -> bool:
+    return bool(words) and all(w in unit.lower() for w in words)
+
+
+def dev_units(name: str) -> list[tuple[str, str, int]]:
+    """(unit, the agent's turn before it, durable 0/1 by the expected memories' words) of one labelled set."""
+    return [(unit, before, int(any(_holds(unit, words) for words, _ in expected)))
+            for unit, before, expected in _units_of(name)]
+
+
+def dev_categories(name: str) -> list[tuple[str, str, set[str]]]:
+    """(unit, the agent's turn before it, the categories allowed) for each unit of a labelled set that holds
+    every word of an expected memory: category labels written by other writers than the corpus's."""
+    rows = []
+    for unit, before, expected in _units_of(name):
+        category = next((c for words, c in expected if c and _holds(unit, words)), None)
+        if category:
+            rows.append((unit, before, {category} if isinstance(category, str) else set(category)))
     return rows
 
 
