@@ -383,3 +383,18 @@ def test_cli_once_says_that_a_short_transcript_waits_for_the_cadence(cli, projec
     assert final.code == 0 and "ran 1 capture pass(es)" in final.err and "--final" not in final.err
     again = cli("observe", "--once", str(transcript))  # nothing new read: nothing to say about waiting
     assert again.err.splitlines() == ["read 0 turn(s), ran 0 capture pass(es), wrote 0 memories"]
+
+
+def test_cli_once_says_what_waits_after_a_pass_and_what_it_cannot_read(cli, project, tmp_path, monkeypatch):
+    monkeypatch.chdir(project)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(exchange(f"question number {n} about the parser", n=n) for n in range(1, 8)))
+    result = cli("observe", "--once", "--cadence", "5", str(transcript))
+    assert result.code == 0, result.err
+    assert "ran 1 capture pass(es)" in result.err
+    assert "exchange(s) wait until there are 5 (cadence_turns) for a capture pass" in result.err
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"foo": 1}\n')
+    unknown = cli("observe", "--once", str(notes))
+    assert unknown.code == 0
+    assert f"{notes} is not a transcript forgemem can read" in unknown.err and "--format" in unknown.err

@@ -253,3 +253,17 @@ def test_codex_fixture_injected_context_tool_calls_and_compaction():
     [compaction] = [e for e in events if isinstance(e, Compaction)]
     assert compaction.line == 10 and compaction.session_id == "cx-1"
     assert all(e.session_id == "cx-1" for e in events)
+
+
+def test_a_transcript_whose_first_prompt_is_a_long_pasted_log_is_still_recognised(tmp_path):
+    """The first line holds a 100 KB pasted log: detection reads whole lines, not only the first 64 KiB."""
+    log = "\n".join(f"2026-11-26 12:00:{n % 60:02d} ERROR worker {n}: connection reset by peer" for n in range(1600))
+    path = tmp_path / "session.jsonl"
+    lines = [{"type": "user", "sessionId": "s1", "message": {"role": "user", "content": f"this keeps happening:\n{log}"}},
+             {"type": "assistant", "sessionId": "s1",
+              "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "Looking."}]}},
+             {"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "always add an alembic migration"}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert len(path.read_text().splitlines()[0]) > 100_000
+    assert detect_format(path) == "claude-code"
+    assert humans(read_all(path))[-1] == "always add an alembic migration"

@@ -52,6 +52,8 @@ def observe(
     import threading
 
     from forgemem.capture.observer import Observer, claude_code_folder
+    from forgemem.capture.transcripts import FORMATS as format_names
+    from forgemem.capture.transcripts import detect_format
     from forgemem.store.folder import find_repo_root
 
     if backfill:
@@ -73,6 +75,9 @@ def observe(
     for target in targets:
         if not target.exists() and not status:
             raise UsageError(f"no such file or folder: {target}")
+        if not status and fmt is None and target.is_file() and detect_format(target) is None:
+            warn(f"{target} is not a transcript forgemem can read ({', '.join(format_names)}); "
+                 "name its format with --format")
     if not targets and not status:
         raise UsageError("name transcript files or folders to observe, or pass --claude-code")
     workspace = state.workspace(for_capture=not status)
@@ -114,7 +119,7 @@ def observe(
         else:
             written = sum(len(r["written"]) for r in results)
             err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {memory_count(written)}")
-            waiting = observer.waiting() if read and not ran and not (final or compaction) else 0
+            waiting = observer.waiting() if read and not (final or compaction) else 0
             if waiting:
                 err.print(f"{waiting} exchange(s) wait until there are {observer.cadence} (cadence_turns) for a "
                           "capture pass; `--final` captures them now")

@@ -47,6 +47,26 @@ def get(name: str) -> Format:
         raise ValueError(f"unknown transcript format {name!r} (known: {', '.join(names())})") from None
 
 
+#: what format detection reads: the head a file-name check looks at, then up to this many whole lines of at
+#: most this many bytes in all (a first prompt holding a pasted log is one line of 100 KB or more)
+HEAD_BYTES = 65536
+RECORD_LINES = 20
+RECORD_BYTES = 4 * 1024 * 1024
+
+
+def _first_lines(handle, count: int, budget: int) -> list[bytes]:
+    """Up to `count` whole lines from `handle`, reading at most `budget` bytes; a line cut by the budget is dropped."""
+    lines: list[bytes] = []
+    while len(lines) < count and budget > 0:
+        line = handle.readline(budget)
+        if not line:
+            break
+        budget -= len(line)
+        if line.endswith(b"\n") or budget > 0:
+            lines.append(line)
+    return lines
+
+
 def detect(path: Path) -> str | None:
     """The format of a transcript from its name and first lines; None when unknown."""
     import json
@@ -54,7 +74,10 @@ def detect(path: Path) -> str | None:
     name = path.name
     try:
         with open(path, "rb") as handle:
-            head = handle.read(65536).decode("utf-8", errors="replace")
+            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+            handle.seek(0)
+            lines = [line.decode("utf-8", errors="replace") for line in _first_lines(handle, RECORD_LINES,
+                                                                                      RECORD_BYTES)]
     except OSError:
         return None
     for fmt in formats().values():
@@ -62,7 +85,7 @@ def detect(path: Path) -> str | None:
             verdict = fmt.file(name, head)
             if verdict is not None:
                 return fmt.name if verdict else None
-    for line in head.splitlines()[:20]:
+    for line in lines:
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):  # not JSON, a number too long, nested too deeply
