@@ -112,6 +112,7 @@ def test_a_teams_move_to_another_tool_is_written_and_keeps_the_kind_of_what_it_r
     "fais le commit mais ne pousse pas encore",
     "from now on until this is merged dont touch anything under tests/",
     "scripts/bootstrap.sh doesnt work for me",
+    "running the tests on my side gives me this:",
     "the nightly export keeps failing since tuesday",
     "getting this in prod logs every few minutes, find where it comes from",
     "and &str vs String for the name field, which would you pick here",

@@ -346,7 +346,10 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
-                   r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b")
+                   r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b",
+                   # what introduces pasted output: "running the tests on my side gives me this:"
+                   r"\b(?:gives?|gave|getting|got|throws?|threw|returns?|prints?|shows?|spits? out) (?:me |us )?"
+                   r"(?:this|these|the following)\s*:?\s*$")
 _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
                        r"mov(?:e|ed|ing)|replac\w+|migrat\w+)\b")
 
