@@ -241,3 +241,14 @@ def test_scratch_that_takes_back_the_closest_rule_three_steps_end_with_one_head(
 def test_a_rule_after_a_bare_acknowledgment_is_read_the_same(acknowledgment, real_embedder):
     """"Okay." and "Done." say the same: the rule after either is written (the heads were trained with "Done.")."""
     assert written("never commit straight to main", real_embedder, before=acknowledgment)
+
+
+def test_two_sentences_of_one_turn_replacing_the_same_rule_are_one_memory(tmp_path, real_embedder):
+    """Otherwise the second, a fragment ("Uv add / uv sync, no more poetry."), replaced the first as current."""
+    workspace, old = _store_with(tmp_path, "Use poetry for dependency management (poetry add, poetry install).", "repo",
+                                 "project-conventions")
+    said = ("actually let's use uv instead of poetry for this project, poetry's lockfile keeps conflicting on every "
+            "merge. so uv add / uv sync from now on, no more poetry")
+    [new] = _said(workspace, real_embedder, said)
+    assert new.supersedes == (old.id,)
+    assert "lockfile" in new.body and "uv add / uv sync" in new.body, new.body

@@ -13,8 +13,10 @@ import re
 
 from forgemem.capture.classify import Batch, Classification, Neighbour, Neighbours, Proposal
 
+QUOTE_CHARS = 160
 
-def _quote(sentence: str, limit: int = 160) -> str:
+
+def _quote(sentence: str, limit: int = QUOTE_CHARS) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
@@ -318,6 +320,27 @@ def _similarity(embedder):
     return cosine
 
 
+def _one_change(earlier: Proposal, later: Proposal) -> bool:
+    """Whether two proposals are one change said in two sentences: the same turn, the same memory replaced."""
+    return (earlier.turn is not None and earlier.turn is later.turn and earlier.relation == later.relation == "supersedes"
+            and earlier.target is not None and earlier.target == later.target and earlier.scope == later.scope
+            and len(earlier.text) + len(later.text) <= JOINED_CHARS)
+
+
+#: the longest text two sentences of one change are joined into
+JOINED_CHARS = 600
+
+
+def _joined(first: str, second: str, said: str) -> str:
+    """"A." + "B." -> "A; b." (the second's first word kept as it was said: "uv add", not "Uv add")."""
+    from forgemem.capture.classify.rules.clauses import _decap
+
+    word = second.split(" ", 1)[0]
+    if word.lower() != word and re.search(rf"\b{re.escape(word.lower())}\b", said):
+        second = word.lower() + second[len(word):]
+    return f"{first.rstrip().rstrip('.')}; {_decap(second.strip())}"
+
+
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     """A change of mind inside one pass: both statements are written, the later superseding the earlier.
 
@@ -330,6 +353,15 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
 
     kept: list[Proposal] = []
     for proposal in proposals:
+        same = next((e for e in kept if _one_change(e, proposal)), None)
+        if same is not None:
+            # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
+            # … so uv add / uv sync from now on, no more poetry"): one memory, or the second, a fragment,
+            # would replace the first
+            same.text = _joined(same.text, proposal.text, proposal.quote)
+            same.quote = _quote(f"{same.quote} … {proposal.quote}", 2 * QUOTE_CHARS)
+            same.reason += "; with the next sentence of the same turn, which replaces the same memory"
+            continue
         for earlier in reversed(kept):
             candidate = Candidate(earlier.text, earlier.category, earlier.scope,
                                   similarity(earlier.text, proposal.text))
