@@ -398,3 +398,17 @@ def test_cli_once_says_what_waits_after_a_pass_and_what_it_cannot_read(cli, proj
     unknown = cli("observe", "--once", str(notes))
     assert unknown.code == 0
     assert f"{notes} is not a transcript forgemem can read" in unknown.err and "--format" in unknown.err
+
+
+def test_cli_status_keeps_a_long_transcript_name_whole_in_a_narrow_terminal(cli, project, tmp_path, monkeypatch):
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("COLUMNS", "80")
+    folder = tmp_path / "trial-transcripts-of-the-week"
+    folder.mkdir()
+    transcript = folder / "session-2026-11-26-refunds-and-retries.jsonl"
+    transcript.write_text(exchange("We always squash-merge pull requests.") + exchange("ok then", n=2))
+    assert cli("observe", "--once", "--final", str(transcript)).code == 0
+    text = cli("observe", "--status").out
+    table = text.split("last writes:")[0]
+    assert "…" not in table, text  # folded onto more lines, never cut
+    assert transcript.name in "".join(table.split()), text

@@ -155,9 +155,11 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
     if not status["transcripts"]:
         out.print("no transcripts observed yet")
         return
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("transcript", "format", "read", "exchanges", "waiting", "passes", "chars sent", box=None)
+    # the transcript's path folds onto more lines in a narrow terminal instead of being cut to "trial-trans…"
+    table = Table(Column("transcript", overflow="fold", ratio=1), "format", "read", "exchanges", "waiting", "passes",
+                  "chars sent", box=None)
     for t in status["transcripts"]:
         read = f"{t['offset']}/{t['size']}" if t["size"] is not None else f"{t['offset']} (gone)"
         passes = t["passes"]
