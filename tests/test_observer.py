@@ -370,29 +370,45 @@ def test_an_unchanged_transcript_is_skipped_without_taking_the_write_lock(worksp
         other.close()
 
 
-def test_cli_once_says_that_a_short_transcript_waits_for_the_cadence(cli, project, tmp_path, monkeypatch):
+def test_cli_once_captures_a_transcript_shorter_than_the_cadence(cli, project, tmp_path, monkeypatch):
     monkeypatch.chdir(project)
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(exchange("We always squash-merge pull requests.") + exchange("ok then", n=2))
-    result = cli("observe", "--once", str(transcript))
+    result = cli("observe", "--once", str(transcript))  # what a person types after a session
+    assert result.code == 0, result.err
+    assert result.err.splitlines()[0] == "read 4 turn(s), ran 1 capture pass(es), wrote 1 memory"
+    assert "squash-merge" in result.out and "wait" not in result.err
+    again = cli("observe", "--once", str(transcript))  # nothing new: no second pass, nothing written twice
+    assert again.err.splitlines() == ["read 0 turn(s), ran 0 capture pass(es), wrote 0 memories"]
+
+
+def test_cli_once_due_says_that_a_short_transcript_waits_for_the_cadence(cli, project, tmp_path, monkeypatch):
+    monkeypatch.chdir(project)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(exchange("We always squash-merge pull requests.") + exchange("ok then", n=2))
+    result = cli("observe", "--once", "--due", str(transcript))  # what the Stop hook and cron run
     assert result.code == 0, result.err
     assert result.err.splitlines() == [
         "read 3 turn(s), ran 0 capture pass(es), wrote 0 memories",  # the last answer may go on
-        "2 exchange(s) wait until there are 5 (cadence_turns) for a capture pass; `--final` captures them now"]
-    final = cli("observe", "--once", "--final", str(transcript))
-    assert final.code == 0 and "ran 1 capture pass(es)" in final.err and "--final" not in final.err
-    again = cli("observe", "--once", str(transcript))  # nothing new read: nothing to say about waiting
+        "2 exchange(s) wait until there are 5 (cadence_turns) for a capture pass; `--once` without `--due` "
+        "captures them now"]
+    final = cli("observe", "--once", "--due", "--final", str(transcript))
+    assert final.code == 0 and "ran 1 capture pass(es)" in final.err and "wait" not in final.err
+    again = cli("observe", "--once", "--due", str(transcript))  # nothing new read: nothing to say about waiting
     assert again.err.splitlines() == ["read 0 turn(s), ran 0 capture pass(es), wrote 0 memories"]
+    assert cli("observe", "--due", str(transcript)).code == 2  # --due goes with --once
 
 
 def test_cli_once_says_what_waits_after_a_pass_and_what_it_cannot_read(cli, project, tmp_path, monkeypatch):
     monkeypatch.chdir(project)
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(exchange(f"question number {n} about the parser", n=n) for n in range(1, 8)))
-    result = cli("observe", "--once", "--cadence", "5", str(transcript))
+    result = cli("observe", "--once", "--due", "--cadence", "5", str(transcript))
     assert result.code == 0, result.err
     assert "ran 1 capture pass(es)" in result.err
     assert "exchange(s) wait until there are 5 (cadence_turns) for a capture pass" in result.err
+    rest = cli("observe", "--once", "--cadence", "5", str(transcript))
+    assert "ran 1 capture pass(es)" in rest.err and "wait" not in rest.err
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"foo": 1}\n')
     unknown = cli("observe", "--once", str(notes))

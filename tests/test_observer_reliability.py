@@ -431,7 +431,7 @@ def test_a_hook_run_says_a_rebuilt_state_in_the_hooks_log_once(project, workspac
     corrupt(path, "garbage")
     log = user_cache_dir() / "hooks.log"
     for _ in range(2):  # what a Stop hook starts, twice
-        start_detached(["-C", str(project), "observe", "--once", "--", str(transcript)], log_path=log).wait(120)
+        start_detached(["-C", str(project), "observe", "--once", "--due", "--", str(transcript)], log_path=log).wait(120)
     lines = log.read_text().splitlines()
     assert len([line for line in lines if "could not be read" in line]) == 1, lines
 

@@ -83,11 +83,11 @@ def claude_code(stdin_text: str, timeout_ms: int | None = None) -> str:
         if not isinstance(transcript, str):
             transcript = None
         if event == "PreCompact" and transcript:
-            capture_in_background(cwd, transcript, "--compaction")
+            capture_in_background(cwd, transcript, "--due", "--compaction")
         elif event == "SessionEnd" and transcript:
-            capture_in_background(cwd, transcript, "--final")
+            capture_in_background(cwd, transcript, "--due", "--final")
         elif event == "Stop" and transcript:
-            capture_in_background(cwd, transcript)
+            capture_in_background(cwd, transcript, "--due")
         return ""
     except Exception as exc:  # noqa: BLE001 - hooks fail open
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None

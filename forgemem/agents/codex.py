@@ -41,7 +41,7 @@ def codex(payload_text: str) -> None:
         if rollout is None:
             log(f"codex notify: no rollout found for thread {thread!r}")
             return
-        capture_in_background(_payload_cwd(payload), str(rollout))
+        capture_in_background(_payload_cwd(payload), str(rollout), "--due")
     except Exception as exc:  # noqa: BLE001 - hooks fail open
         log(f"codex hook failed: {type(exc).__name__}: {exc}")
 

@@ -18,7 +18,14 @@ def observe(
     paths: list[Path] = typer.Argument(
         None, metavar="[PATH]...", help="Transcript files or folders (searched recursively)."
     ),
-    once: bool = typer.Option(False, "--once", help="Process what is new, run the passes that fell due, exit."),
+    once: bool = typer.Option(
+        False, "--once", help="Process what is new and exit: every new exchange is captured, the last few too "
+        "(with --due, only the passes that fell due)."
+    ),
+    due: bool = typer.Option(
+        False, "--due", help="With --once: run only the passes that fell due (every cadence_turns exchanges, or a "
+        "compaction); the exchanges short of the cadence wait for the next run (for hooks and cron)."
+    ),
     status: bool = typer.Option(False, "--status", help="Show what is watched, offsets, passes and their cost."),
     claude_code: bool = typer.Option(
         False, "--claude-code", help="Also watch this repository's Claude Code sessions (~/.claude/projects/…)."
@@ -30,7 +37,7 @@ def observe(
         False, "--compaction", help="With --once: the agent just compacted; run a compaction pass (for hooks)."
     ),
     final: bool = typer.Option(
-        False, "--final", help="With --once: the session ended; also capture exchanges short of the cadence."
+        False, "--final", help="With --once --due: the session ended; also capture exchanges short of the cadence."
     ),
     cadence: Optional[int] = typer.Option(
         None, "--cadence", min=1, max=10, help="Exchanges per capture pass (default: cadence_turns, 5)."
@@ -57,14 +64,14 @@ def observe(
     from forgemem.store.folder import find_repo_root
 
     if backfill:
-        if once or status or compaction or final or claude_code:
-            raise UsageError("--backfill goes without --once, --status, --compaction, --final and --claude-code")
+        if once or status or compaction or final or due or claude_code:
+            raise UsageError("--backfill goes without --once, --due, --status, --compaction, --final and --claude-code")
         if len(paths or []) > 1:
             raise UsageError("--backfill takes one PATH at most (a transcript or a folder)")
         _backfill(paths[0] if paths else None, fmt, cadence, as_json)
         return
-    if (compaction or final) and not once:
-        raise UsageError("--compaction and --final go with --once")
+    if (compaction or final or due) and not once:
+        raise UsageError("--compaction, --final and --due go with --once")
     targets = list(paths or [])
     if claude_code:
         root = find_repo_root(state.where()) or state.where()
@@ -113,6 +120,7 @@ def observe(
                       f"{escape(one_line(memory))}")
 
     if once:
+        final = final or not (due or compaction)  # a person's --once captures everything it read
         read, ran = observer.once(compaction=compaction, final=final, on_result=report)
         if as_json:
             emit_json({"turns_read": read, "passes": results})
@@ -122,7 +130,7 @@ def observe(
             waiting = observer.waiting() if read and not (final or compaction) else 0
             if waiting:
                 err.print(f"{waiting} exchange(s) wait until there are {observer.cadence} (cadence_turns) for a "
-                          "capture pass; `--final` captures them now")
+                          "capture pass; `--once` without `--due` captures them now")
         for folder in workspace.created:
             err.print(f"created the repository's store {folder} (as `forgemem init` does): review it with "
                       "`git status` and commit it, or delete it")
