@@ -302,14 +302,18 @@ SETS = (
     ("v2 dev 2", "capture_v2_dev2.yaml", "development: written like held-out 2 by another writer, read and tuned on"),
     ("v2 dev 3", "capture_v2_dev3.yaml", "written 2026-11-26 by a writer who saw neither the classifier nor the"
      " other sets; first measured before any change, then read and tuned on"),
+    ("v2 dev 4", "capture_v2_dev4.yaml", "written 2026-11-26 by a writer who saw neither the classifier nor the"
+     " other sets, 10 of its 32 sessions changes of mind; first measured before any change, then read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
      " its rules, its training data nor any other labelled set) and committed before anything ran on it; misses"
      " never printed"),
+    ("v2 held-out 4", "capture_v2_heldout4.yaml", "written blind on 2026-11-26 like held-out 3, by another writer, and"
+     " committed before anything ran on it; misses never printed"),
 )
 #: sets whose misses are not printed: reading them would make them development data
-BLIND = {"v2 held-out 2", "v2 held-out 3"}
+BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4"}
 
 
 def labelled(embedder, blind: bool = False) -> None:
