@@ -252,3 +252,84 @@ def test_two_sentences_of_one_turn_replacing_the_same_rule_are_one_memory(tmp_pa
     [new] = _said(workspace, real_embedder, said)
     assert new.supersedes == (old.id,)
     assert "lockfile" in new.body and "uv add / uv sync" in new.body, new.body
+
+
+@pytest.mark.parametrize("seed, category, said, words", [
+    ("Sessions are stored in memcached.", "architectural-decisions",
+     "everyone got logged out again after the deploy. keeping sessions in memcached was a mistake tbh. "
+     "sessions go in a postgres table from now on", "postgres"),
+    ("Only run the tests for the files you changed, never the whole suite.", "corrections",
+     "ignore what i said earlier about running only the tests you touched. run the full suite with tox before "
+     "you tell me it's done", "tox"),
+    ("Config objects are frozen dataclasses filled by hand from os.environ.", "project-conventions",
+     "we settled it in the design review: settings move to pydantic-settings, validated at startup. the hand "
+     "rolled dataclass config goes away", "pydantic"),
+])
+def test_the_sentence_next_to_a_rule_says_which_memory_it_replaces(tmp_path, real_embedder, seed, category, said,
+                                                                  words):
+    """"X was a mistake", "ignore what i said about X", "the X stuff goes away": said beside the new rule in the
+    same turn, it names the memory the rule replaces, and is not a memory of its own."""
+    workspace, old = _store_with(tmp_path, seed, "repo", category)
+    [new] = _said(workspace, real_embedder, said)
+    assert new.supersedes == (old.id,) and words in new.body, new
+    assert new.scope == "repo" and new.category == category  # a new version keeps the kind of what it replaces
+
+
+def test_a_short_question_after_a_proposal_confirms_the_proposal_itself(real_embedder):
+    """"… so it's the standard for everyone. Want me to set that up?" — "yes do that" keeps the proposal, not
+    "Set that up."."""
+    agent = ("The failure is the formatter check. To stop this happening again I'd add a pre-commit hook running "
+             "ruff format, so it's the standard for everyone on the repo. Want me to set that up?")
+    [found] = written("yes do that", real_embedder, before=agent)
+    assert "pre-commit" in found.text and found.scope == "repo", found
+    agent = ("Fixed the three writers. Suggest making it a convention: every stored timestamp is UTC ISO-8601, "
+             "converted to local time only in the UI. Make that the standard?")
+    [found] = written("yep", real_embedder, before=agent)
+    assert "UTC" in found.text and not found.text.startswith(("Make that", "Suggest")), found
+
+
+@pytest.mark.parametrize("sentence, never", [
+    ("the eslint config isnt picked up when i save, can u check package.json", True),
+    ("i hate everything", True),
+    ("i hate mocks in integration tests", False),
+    ("we never mock the db, can you check the new tests follow that", False),
+])
+def test_venting_and_requests_to_look_into_something_are_not_rules(sentence, never):
+    assert never_durable(sentence) is never
+
+
+def test_the_persons_setup_said_with_a_task_is_still_a_fact(real_embedder):
+    assert generalises("im on windows, wsl2 ubuntu, not a mac. make it work on both")
+    [found] = written("im on windows, wsl2 ubuntu, not a mac. make it work on both", real_embedder)
+    assert found.category == "user-facts" and found.scope == "user" and "wsl2" in found.text
+
+
+def test_a_rule_for_more_than_this_repo_is_the_persons(real_embedder):
+    agent = ("Should I always use lazy %s placeholders in logging calls instead of f-strings, in everything I write "
+             "for you, not just this repo?")
+    [found] = written("yes pls, every time", real_embedder, before=agent)
+    assert found.scope == "user", found
+
+
+@pytest.mark.parametrize("seed, said", [
+    ("Commit messages are short free-form sentences, no type prefixes.",
+     "got overruled at standup, its conventional commits now (feat:, fix:, chore:)"),
+])
+def test_overruled_and_back_to_are_changes_of_mind(tmp_path, real_embedder, seed, said):
+    workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")
+    written_ = _said(workspace, real_embedder, said)
+    assert [m.supersedes for m in written_] == [(old.id,)], written_
+
+
+def test_a_reaction_to_a_habit_said_with_a_complaint_that_it_recurs_is_a_correction(real_embedder):
+    """"why do you keep doing this. stop X" corrects a habit of the agent's; "stop" alone on a task does not."""
+    turns = [Turn("g", 0, "assistant", "Added the serializer; mypy passes with two ignores.", None, "g", 1, 1, 0, 0),
+             Turn("g", 1, "user", "why do you keep doing this. stop slapping type: ignore on things, fix the "
+                  "actual type.", None, "g", 2, 2, 0, 0)]
+    found = OfflineClassifier(True, real_embedder).classify(
+        Batch(turns[1:], "cadence", "g", "g", context=turns[:1]), lambda t: []).proposals
+    assert [p.category for p in found] == ["corrections"] and "type: ignore" in found[0].text, found
+    turns[1] = Turn("g", 1, "user", "stop slapping type: ignore on things, fix the actual type.", None, "g", 2, 2, 0, 0)
+    found = OfflineClassifier(True, real_embedder).classify(
+        Batch(turns[1:], "cadence", "g", "g", context=turns[:1]), lambda t: []).proposals
+    assert found == []  # said once, with no word that it recurs: the fix at hand

@@ -324,7 +324,8 @@ _GENERAL_ELSEWHERE = _rx(
 
 
 def generalises(sentence: str) -> bool:
-    return any(_P[name].search(sentence) for name in GENERAL) or bool(_GENERAL_ELSEWHERE.search(sentence))
+    return (any(_P[name].search(sentence) for name in GENERAL) or bool(_GENERAL_ELSEWHERE.search(sentence))
+            or bool(_STANDING_RULE.search(sentence)))
 
 
 _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
@@ -337,7 +338,13 @@ _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|re
 _ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what|why|how|where|which|who|any idea|"
             r"do you know)\b",
             # asked without a "?": "which would you pick here", "thoughts"
-            r"\bwhich (?:one )?(?:would|should|do) (?:you|we|i)\b", r"\bwhat do you think\b", r"\bthoughts\W*$")
+            r"\bwhich (?:one )?(?:would|should|do) (?:you|we|i)\b", r"\bwhat do you think\b", r"\bthoughts\W*$",
+            # a request to look into something, anywhere in the sentence: "…, can u check pyproject"
+            r"\b(?:can|could) (?:you|u) (?:pls |please )?(?:check|look|see|take a look|verify|investigate|debug|"
+            r"figure out|find out|dig)\b",
+            # venting, with nothing in particular to keep: "i hate everything", "i swear this codebase"
+            r"^(?:\W*\w+\W+){0,2}?(?:i|we) (?:hate|love|dislike|despise|can't stand) (?:everything|this|that|it|"
+            r"all of (?:this|it|them)|this (?:codebase|code|repo|project|file|thing|mess))\W*$")
 #: an instruction bounded in time ("from now on until this is merged …"): its words say when it ends
 _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migration|the release)(?:'s| is)? "
                r"(?:merged|done|lands|ships|in|finished|over|out)\b")
@@ -346,6 +353,8 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
+                   r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
+                   r"read|found|recogni[sz]ed|triggered|called)\b",
                    r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b",
                    # what introduces pasted output: "running the tests on my side gives me this:"
                    r"\b(?:gives?|gave|getting|got|throws?|threw|returns?|prints?|shows?|spits? out) (?:me |us )?"
@@ -431,7 +440,9 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
 
 
 #: the person's own work, apart from this repository ("in my personal repos", "for my own stuff")
-_OWN_WORK = r"\b(?:in|for|on|across) my (?:own |personal |side |other |private )(?:repos?|projects?|stuff|code|work)\b"
+_OWN_WORK = (r"\b(?:in|for|on|across) my (?:own |personal |side |other |private )(?:repos?|projects?|stuff|code|work)\b"
+             # "in everything you write for me, not just this repo"
+             r"|\bnot (?:just|only) (?:in |for )?(?:this|the|our) (?:repo|repository|project|codebase)\b")
 _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",

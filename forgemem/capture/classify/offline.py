@@ -10,6 +10,7 @@ docs/capture.md.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from forgemem.capture.classify import Batch, Classification, Neighbour, Neighbours, Proposal
 
@@ -49,7 +50,7 @@ class OfflineClassifier:
         return source() if callable(source) and not hasattr(source, "encode") else source
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
-        from forgemem.capture.classify.learned import decide, feature_matrix
+        from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
         from forgemem.capture.classify.learned import scope_for as learned_scope
         from forgemem.capture.classify.units import units
 
@@ -77,13 +78,22 @@ class OfflineClassifier:
         befores = ["" if confirm else (_as_trained(before) if agent else "")
                    for (_, _, before, agent), confirm in zip(found, confirms, strict=True)]
         decisions = decide(feature_matrix(judged, embedder, befores), kind, judged)
+        said, drop_only = _change_context(found, decisions)
         proposals: list[Proposal] = []
-        for (unit, turn, before, agent), confirm, decision in zip(found, confirms, decisions, strict=True):
+        for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
+                zip(found, confirms, decisions, strict=True)):
             if agent and _CONFIRMATION.match(unit) and not confirm:
                 continue  # yes to a one-off step: nothing lasting was decided
+            if drop_only[i]:
+                continue  # "redis was a mistake": the rule said next to it replaces that memory (its context)
             changes_mind = False
+            if (not decision.is_durable and agent and decision.durable >= STANDING_AT and _REACTION.match(unit)
+                    and _RECURS.search(turn.text) and not never_durable(unit)):
+                # "why do you keep doing this. stop slapping type: ignore on things": a reaction to a habit of the
+                # agent's, said with a complaint that it recurs, is a standing correction
+                decision = replace(decision, is_durable=True)
             if not (confirm or decision.is_durable):
-                if not _may_change_mind(unit, decision.durable):
+                if not _may_change_mind(said[i], decision.durable):
                     continue
                 changes_mind = True  # written only if it replaces a memory (below)
             category = decision.category
@@ -109,24 +119,25 @@ class OfflineClassifier:
                 scope, why_scope = "repo", "corrects the work done in this repository"
             text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
                              proposal=before if confirm else "")
-            nearest = neighbours(text)
-            relation, target, similarity = relate_to(text, unit, category, scope, nearest)
-            if why_scope in _WEAK_SCOPE and relation not in ("supersedes", "refines", "duplicate"):
+            nearest = neighbours(text if said[i] == unit else f"{text}\n{said[i]}")
+            relation, target, similarity = relate_to(text, said[i], category, scope, nearest)
+            weak = why_scope in _WEAK_SCOPE or (said[i] != unit and not why_scope.startswith("cue “in all"))
+            if weak and relation not in ("supersedes", "refines", "duplicate"):
                 # no cue decided the scope: a memory of the other scope on the same subject decides it
                 # (a change of mind about a personal preference stays personal), but a project
                 # decision or convention never moves into the user store
                 other = "user" if scope == "repo" else "repo"
                 if other == "repo" or category not in ("project-conventions", "architectural-decisions"):
-                    again = relate_to(text, unit, category, other, nearest)
+                    again = relate_to(text, said[i], category, other, nearest)
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
                         relation, target, similarity = again
             if changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
                 continue
             replaced = next((n.memory.category for n in nearest if n.memory.id == target), None)
-            if relation == "supersedes" and replaced and (category == "corrections" or {category, replaced} <= _RULE_KINDS):
-                # a change of mind about a convention or a decision is one too, not a correction of the agent; and
-                # it keeps the kind of what it replaces where kinds blur (a preference, a convention, a decision)
+            if relation == "supersedes" and replaced:
+                # a new version of a memory keeps its kind (in every labelled set, 36 of 37 changes of mind do): a
+                # change of mind about a convention is one too, not a correction of the agent
                 category = replaced
             if scope == "user" and category in ("project-conventions", "architectural-decisions"):
                 # a project's convention or decision lives with the project: one that holds in every project of
@@ -150,9 +161,9 @@ class OfflineClassifier:
 _CHANGE_WORDS = re.compile(
     r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
-    r"(?:out|gone)|(?:going|went|go) back to|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
+    r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i said|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
 #: ... the heads give it at least this probability, and the relation model says it replaces a memory this surely
-CHANGE_OF_MIND_FLOOR = 0.15
+CHANGE_OF_MIND_FLOOR = 0.10
 CHANGE_OF_MIND_AT = 0.5
 
 
@@ -179,7 +190,6 @@ def _as_trained(agent_turn: str) -> str:
     return _ACKNOWLEDGMENT if _ACKNOWLEDGES.match(agent_turn) else agent_turn
 
 
-_RULE_KINDS = {"coding-preferences", "project-conventions", "architectural-decisions"}
 _WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
 CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
 #: what a correction of the agent's work sounds like
@@ -191,6 +201,9 @@ _REACTS = re.compile(
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
 CORRECTION_MARGIN = 0.15
+#: a complaint that the agent does it again and again
+_RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|every (?:single )?time|how many times|"
+                     r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these)\b", re.I)
 #: pointing at the work the agent just did
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
@@ -211,10 +224,50 @@ _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) 
                     r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
 
+#: a sentence that only says an old choice goes ("putting the queue in redis was a mistake", "ignore what i said
+#: about only running the tests you touched", "the hand rolled dataclass stuff goes away"): no rule of its own,
+#: it tells which memory the rule said next to it replaces
+_GOES = re.compile(
+    r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
+    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over)\b|"
+    r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
+    r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
+    r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b", re.I)
+#: ... unless it also says what comes instead
+_SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"
+                           r"always|never|prefer|should|must|moves? to|back to)\b", re.I)
+
+
+def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], list[bool]]:
+    """For each unit, what was said about the change around it in its turn, and whether it only drops a choice.
+
+    A sentence that only says an old choice goes ("redis was a mistake tbh.") is read with the rule said next to
+    it in the same turn ("going with postgres, a jobs table …"): the two decide together which memory the rule
+    replaces, and the drop alone is not written.
+    """
+    said = [unit for unit, *_ in found]
+    drop_only = [False] * len(found)
+    for i, (unit, turn, *_) in enumerate(found):
+        if not _GOES.search(unit) or _SAYS_THE_NEW.search(unit):
+            continue
+        same_turn = [j for j in range(len(found)) if j != i and found[j][1] is turn and not _GOES.search(found[j][0])]
+        # the nearest rule of the turn, the one after it first ("X was a mistake. going with Y"); else a sentence
+        # next to it that may change a memory
+        rules = sorted((j for j in same_turn if decisions[j].is_durable), key=lambda j: (abs(j - i), j < i)) or [
+            j for j in (i + 1, i - 1) if j in same_turn and decisions[j].durable >= CHANGE_OF_MIND_FLOOR]
+        if not rules:
+            continue
+        j = rules[0]
+        said[j] = f"{unit} {said[j]}" if j > i else f"{said[j]} {unit}"
+        drop_only[i] = True
+    return said, drop_only
+
+
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     for unit in units:
-        if merged and (_MIND_ONLY.match(merged[-1]) or (_DROPS.search(merged[-1]) and not _DROPS.search(unit))
+        if merged and (_MIND_ONLY.match(merged[-1])
+                       or (_DROPS.search(merged[-1]) and not _DROPS.search(unit) and not _SAYS_THE_NEW.search(merged[-1]))
                        or _POINTS_BACK.search(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
@@ -241,7 +294,9 @@ _CONFIRMATION = re.compile(
     r"^(?:yes|yep|yeah|yup|sure|ok|okay|sounds good|do it|go ahead|let's do (?:it|that)|agreed|perfect|exactly|"
     r"please do|go for it|correct|right|ja|sí|si|oui|d'accord)\b", re.I)
 #: the agent offers (rather than reports): "I can …", "I'd suggest …", "want me to …", "how about …"
-_OFFER = re.compile(r"\b(?:i (?:can|could|would|'d) (?:suggest|propose|recommend|also)?|i suggest|i propose|"
+_OFFER = re.compile(r"^suggest|\bsuggest(?:ing)? (?:we|making|that|to)\b|\bmy recommendation\b|"
+                    r"\bi(?:'d| would) (?:add|make|use|set|go with|switch|keep|move|put)\b|"
+                    r"\b(?:i (?:can|could|would|'d) (?:suggest|propose|recommend|also)?|i suggest|i propose|"
                     r"i recommend|want me to|shall i|should i|would you like|do you want|how about|what about|"
                     r"let's|we could|we should|my suggestion|i'd make)\b", re.I)
 #: the agent proposed a standing rule, not a one-off step
@@ -270,8 +325,7 @@ def relate_to(text: str, said: str, category: str, scope: str,
         # the old choice dropped by name ("scratch GORM", "we moved off wandb") replaces the memory that names it
         dropped = dropped_names(said)
         for candidate in candidates:
-            words = set(re.findall(r"[\w.+-]+", candidate.text.lower()))
-            if candidate.scope == scope and dropped & words:
+            if candidate.scope == scope and _names_in(candidate.text, dropped):
                 return "supersedes", candidate.id, max(score, 0.9)
         # "scratch that, …", "on second thought …": the closest rule on the subject is what is taken back
         near = [c for c in candidates if c.scope == scope and c.similarity >= RETRACTED_AT]
@@ -281,7 +335,7 @@ def relate_to(text: str, said: str, category: str, scope: str,
 
 
 #: words that take back what was said before, and how close (cosine) the rule taken back must be
-_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|forget (?:that|it|what i said)|on second thought|"
+_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|everything i said)|on second thought|"
                        r"(?:i |we )?changed (?:my|our) mind|actually,? no\b|no wait|never ?mind (?:that|what i said)|"
                        r"i take (?:that|it) back)", re.I)
 RETRACTED_AT = 0.35
@@ -298,14 +352,34 @@ _DROPPED = re.compile(
 _NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
 
 
+#: words before "goes away" / "was a mistake" that are not what goes ("the dataclass stuff goes away")
+_NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really", "basically", "also", "all", "now",
+                               "then", "totally", "tbh", "honestly", "probably", "entirely", "rule", "one", "bit",
+                               "part", "thing", "things", "whole", "was", "is", "a", "an", "of", "in", "on", "for"}
+
+
 def dropped_names(said: str) -> set[str]:
-    """Names the user said they dropped: "scratch GORM" -> {"gorm"}."""
+    """Names the user said they dropped: "scratch GORM" -> {"gorm"}, "putting the queue in redis was a
+    mistake" -> {"redis"}, "the hand rolled dataclass stuff goes away" -> {"dataclass"}."""
     names = set()
     for match in _DROPPED.finditer(said):
         name = next((g for g in match.groups() if g), "").lower().strip(".")
         if name and name not in _NOT_NAMES:
             names.add(name)
+    for match in _GOES.finditer(said):
+        words = re.findall(r"[\w.+-]+|[,;:()!?]", said[: match.start()].lower())[-4:]
+        while words and words[-1] in _NOT_WHAT_GOES:
+            words.pop()
+        if words and len(words[-1].strip(".")) >= 3 and re.match(r"\w", words[-1]):
+            names.add(words[-1].strip("."))
     return names
+
+
+def _names_in(text: str, names: set[str]) -> bool:
+    """Whether the text names one of `names` (a plural or singular form counts: "dataclasses", "dataclass")."""
+    words = set(re.findall(r"[\w.+-]+", text.lower()))
+    words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-2] for w in words if w.endswith("es")}
+    return bool(names & words)
 
 
 def _similarity(embedder):
@@ -367,8 +441,8 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                                   similarity(earlier.text, proposal.text))
             relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
                                                  [candidate])
-            if relation != "supersedes" and earlier.scope == proposal.scope and dropped_names(proposal.quote) & set(
-                    re.findall(r"[\w.+-]+", earlier.text.lower())):
+            if relation != "supersedes" and earlier.scope == proposal.scope and _names_in(
+                    earlier.text, dropped_names(proposal.quote)):
                 relation, index = "supersedes", 0
             if index is None:
                 continue

@@ -24,7 +24,8 @@ _CHANGE = _any(
     r"\bdeprecated\b", r"\brip(?:ped|ping)? out\b", r"\bgot rid of\b", r"\bstopp?(?:ed)? (?:using|doing|committing)\b",
     r"\bstopped\b", r"\bupgraded\b", r"\bbump(?:ed)?\b", r"\blower(?:ed)?\b", r"\braised\b", r"\bcut (?:it )?down\b",
     r"\bcome around\b", r"\bused to\b", r"\bretired\b", r"\babandon(?:ed)?\b", r"\bshut down\b", r"\bleft\b",
-    r"\bdone with\b", r"\bdidn't work out\b", r"\brenamed\b", r"\brelocated\b", r"\bunsupported\b",
+    r"\bdone with\b", r"\bdidn't work out\b", r"\b(?:we're|were|we are|it's|its|are|is|go|going|went) back to\b",
+    r"\boverruled\b", r"\brenamed\b", r"\brelocated\b", r"\bunsupported\b",
     r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
     # German
     r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",

@@ -84,6 +84,14 @@ def _is_offer(context: str) -> bool:
     return bool(context) and (context.rstrip().endswith("?") or bool(_PROPOSAL_SENT.search(context)))
 
 
+#: a question that only points back at the sentence before it ("Want me to set that up?", "Make that the standard?")
+_POINTS_BACK_ONLY = re.compile(
+    r"^(?:(?:so |ok(?:ay)?,? )?(?:want me to|should i|shall i|do you want me to|make|keep|go with|do) )?"
+    r"(?:\w+ ){0,2}(?:that|this|it|them)(?: \w+){0,3}\s*\?$", re.I)
+#: a purpose said before the proposal: "To stop this recurring, I'd add …"
+_PURPOSE_FIRST = re.compile(r"^to (?:stop|avoid|prevent|fix|keep) [^,]{0,40}?,?\s*(?=I\b)", re.I)
+
+
 def _proposal_rule(proposal: str, scope: str) -> str:
     """The standing rule in an agent's proposal: "Should I pin X from now on?" → "Pin X"."""
     held, kept = _protect(proposal.strip())
@@ -101,8 +109,13 @@ def _proposal_rule(proposal: str, scope: str) -> str:
     if chosen is None:
         chosen = sentences[-1]
     index = sentences.index(chosen)
+    if index > 0 and _POINTS_BACK_ONLY.match(chosen):
+        # "… so it's the standard for everyone. Want me to set that up?": the rule is what it points back at
+        index -= 1
+        chosen = sentences[index]
     previous = sentences[index - 1] if index > 0 else ""
     text = chosen.rstrip("?").strip()
+    text = _PURPOSE_FIRST.sub("", text)
     text = re.sub(r"[,\s]*\b(?:ok|okay|right|sound good|does that sound good|want that|yes or no)\s*$", "", text,
                   flags=re.I)
     text = _TIME_ANCHOR.sub("", text)
@@ -114,6 +127,8 @@ def _proposal_rule(proposal: str, scope: str) -> str:
         (r"^(?:I can|I could|I'll|I will|let me|I'd|I would|I suggest we|I propose we|I suggest|I propose) "
          r"(?:also |just )?", ""),
         (r"^(?:how|what) about ", ""),
+        (r"^(?:I )?suggest(?:ing)? (?:(?:making|to make) (?:it|this|that) (?:a |the )?(?:convention|rule|standard)"
+         r"[:,]?\s*|we |that )?", ""),
         (r"^(?:should|shall|will) ((?:the |all |every |new |our |your )*[\w`\-/.\ue000\ue001]+"
          r"(?: [\w`\-/.\ue000\ue001]+)?) (use|be|have|go|live|run|follow|get|stay|include)\b", r"\1 \2"),
     ]
