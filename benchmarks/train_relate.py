@@ -8,7 +8,8 @@ Training data (TRAIN split only, `capture_corpus.split`):
   contradicts-but-different-scope (class "other-scope": both stay, linked by relates-to);
 - the corpus's change-of-mind utterances: `supersedes_hint` is the old memory, `memory`
   the new one, `text` what was said — extra supersedes pairs;
-- tests/fixtures/relate_extra.jsonl, this project's own pairs (always training rows).
+- tests/fixtures/relate_extra.jsonl and relate_extra2.jsonl, this project's own pairs (always
+  training rows).
 
 Each pair is used twice: with the new memory as written by a careful labeller, and with
 the raw sentence as the new memory (what a simpler classifier keeps), each with its own
@@ -34,7 +35,9 @@ import capture_corpus as corpus  # noqa: E402
 from forgemem.capture.classify import relate as rel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRA = ROOT / "tests" / "fixtures" / "relate_extra.jsonl"
+#: this project's own pairs: the first file by the project, the second (2026-11-26) by a writer who saw neither
+#: the code nor any labelled set, in the register of real transcripts
+EXTRAS = (ROOT / "tests" / "fixtures" / "relate_extra.jsonl", ROOT / "tests" / "fixtures" / "relate_extra2.jsonl")
 HELDOUT = ROOT / "tests" / "fixtures" / "relate_heldout.jsonl"
 L2 = 0.3
 NEWTON_STEPS = 50
@@ -90,7 +93,7 @@ def change_of_mind_records() -> list[dict]:
 
 
 def extra_records() -> list[dict]:
-    return [_record(row, "extra") for row in _jsonl(EXTRA)]
+    return [_record(row, "extra") for path in EXTRAS for row in _jsonl(path)]
 
 
 def heldout_records() -> list[dict]:
@@ -198,7 +201,7 @@ def weights_json(weights: list[list[float]], records: list[dict]) -> str:
             "change_of_mind_utterances": sum(r["source"] == "utterances" for r in used),
             "extra_pairs": sum(r["source"] == "extra" and r["label"] in rel.CLASSES for r in used),
         },
-        "split": "capture_corpus TRAIN (fold != 0) plus tests/fixtures/relate_extra.jsonl",
+        "split": "capture_corpus TRAIN (fold != 0) plus tests/fixtures/relate_extra*.jsonl",
         "l2": L2,
         "script": "benchmarks/train_relate.py",
     }

@@ -314,6 +314,7 @@ def test_a_rule_for_more_than_this_repo_is_the_persons(real_embedder):
 @pytest.mark.parametrize("seed, said", [
     ("Commit messages are short free-form sentences, no type prefixes.",
      "got overruled at standup, its conventional commits now (feat:, fix:, chore:)"),
+    ("Format Python with yapf.", "we're back to black, yapf kept fighting the linters"),
 ])
 def test_overruled_and_back_to_are_changes_of_mind(tmp_path, real_embedder, seed, said):
     workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")

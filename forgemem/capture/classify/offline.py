@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 
 from forgemem.capture.classify import Batch, Classification, Neighbour, Neighbours, Proposal
+from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
 
 QUOTE_CHARS = 160
 
@@ -232,7 +233,10 @@ _GOES = re.compile(
     r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over)\b|"
     r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
     r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
-    r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b", re.I)
+    r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
+    # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
+    r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
+    re.I)
 #: ... unless it also says what comes instead
 _SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"
                            r"always|never|prefer|should|must|moves? to|back to)\b", re.I)
@@ -415,6 +419,11 @@ def _joined(first: str, second: str, said: str) -> str:
     return f"{first.rstrip().rstrip('.')}; {_decap(second.strip())}"
 
 
+#: a word of change in what was said (the relation model's change wording, weak ones included)
+_SAYS_A_CHANGE = re.compile(f"{_CHANGE.pattern}|{_CHANGE_WEAK.pattern}|{_RETRACTS.pattern}|{_CHANGE_WORDS.pattern}",
+                            re.I)
+
+
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     """A change of mind inside one pass: both statements are written, the later superseding the earlier.
 
@@ -444,6 +453,10 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
             if relation != "supersedes" and earlier.scope == proposal.scope and _names_in(
                     earlier.text, dropped_names(proposal.quote)):
                 relation, index = "supersedes", 0
+            elif relation == "supersedes" and not _SAYS_A_CHANGE.search(proposal.quote):
+                # two statements of one pass with no word of a change between them ("this codebase is all
+                # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier
+                relation = "relates-to"
             if index is None:
                 continue
             if relation == "duplicate":

@@ -134,10 +134,12 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     same_scope = float(candidate.scope == scope)
     shared = old.names & new.names
     negated = any(_negated(spoken, name) for name in old.names)
-    kept = any(name in rule.names for name in old.names) and not negated
+    # a name the old memory turned down and the new one takes back ("rip out prettier" -> "back to prettier")
+    revived = {name for name in old.names & rule.names if _negated(candidate.text, name) and not _negated(spoken, name)}
+    kept = any(name in rule.names for name in old.names - revived) and not negated
     added = new.names - old.names
     missing_from_rule = bool(old.names) and not (old.names & rule.names)
-    name_swap = bool(added) and (missing_from_rule or negated)
+    name_swap = (bool(added) and (missing_from_rule or negated)) or bool(revived)
     old_families = _families(old.names)
     gone = {o for o in old.names if o not in rule.names or _negated(spoken, o)}
     # a tool of the same kind comes in while the old one goes: poetry -> uv, TSLint -> ESLint
@@ -175,6 +177,9 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
         swap * subject,
         (1.0 - same_scope) * max(subject, float(sim >= 0.45)),
     ]
+
+
+_ACROSS_ON_SUBJECT = FEATURES.index("other_scope_x_subject")
 
 
 # --------------------------------------------------------------------------- model
@@ -250,8 +255,9 @@ def relate(
     # the same subject in the other scope, or a same-subject pair across scopes the model
     # would otherwise call a supersession or refinement: both stay, linked
     across = [
-        i for i, p in enumerate(probs)
+        i for i, (p, x) in enumerate(zip(probs, xs))
         if candidates[i].scope != scope and max(p, key=p.get) in ("supersedes", "refines", "other-scope")
+        and x[_ACROSS_ON_SUBJECT] > 0  # on the same subject: shared names or subject words, or close
     ]
     if across:
         i = max(across, key=lambda i: 1.0 - probs[i]["unrelated"])

@@ -62,6 +62,10 @@ _NEGATED_AFTER = _any(
     r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",
     r"^(?:ist|wurde|sind) (?:geschichte|abgeschaltet|weg|raus)", r"^(?:c'est fini|est fini)", r"^(?:didn't|did not)",
     r"^(?:got|were|was) (?:cut|dropped|removed)", r"^\w+ (?:got cut|is gone|are gone)",
+    # a complaint about it: "yapf kept fighting the linters", "webpack keeps breaking", "jest sucks"
+    r"^(?:kept|keeps|kept on|keeps on) (?:fighting|breaking|failing|crashing|conflicting|timing out|getting in)",
+    r"^(?:sucks|sucked|is awful|was awful|is terrible|was terrible|is a nightmare|was a nightmare|mangles|mangled|"
+    r"breaks|broke|chokes on|choked on|wrecks|wrecked)\b",
 )
 
 
