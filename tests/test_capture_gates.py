@@ -334,3 +334,14 @@ def test_a_reaction_to_a_habit_said_with_a_complaint_that_it_recurs_is_a_correct
     found = OfflineClassifier(True, real_embedder).classify(
         Batch(turns[1:], "cadence", "g", "g", context=turns[:1]), lambda t: []).proposals
     assert found == []  # said once, with no word that it recurs: the fix at hand
+
+
+def test_two_statements_of_one_pass_without_a_word_of_change_both_hold(tmp_path, real_embedder):
+    """"This codebase is all unittest.TestCase …" then "stick with TestCase here even tho i normally prefer pytest
+    style": the second agrees with the first, it does not replace it (the names swap, but nothing changed)."""
+    workspace, _ = _store_with(tmp_path, "Prefers pytest-style tests with plain asserts over unittest.TestCase.",
+                               "user", "coding-preferences")
+    said = ("this codebase is all unittest.TestCase, the old harness in runtests.py depends on it. stick with "
+            "TestCase here even tho i normally prefer pytest style")
+    written_ = _said(workspace, real_embedder, said)
+    assert len(written_) == 2 and not any(m.supersedes for m in written_), written_
