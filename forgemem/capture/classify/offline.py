@@ -270,8 +270,7 @@ def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], lis
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     for unit in units:
-        if merged and (_MIND_ONLY.match(merged[-1])
-                       or (_DROPS.search(merged[-1]) and not _DROPS.search(unit) and not _SAYS_THE_NEW.search(merged[-1]))
+        if merged and (_MIND_ONLY.match(merged[-1]) or (_DROPS.search(merged[-1]) and not _DROPS.search(unit))
                        or _POINTS_BACK.search(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
