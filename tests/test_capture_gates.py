@@ -14,7 +14,7 @@ import pytest
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch
 from forgemem.capture.classify.learned import generalises, never_durable
-from forgemem.capture.classify.offline import OfflineClassifier, dropped_names
+from forgemem.capture.classify.offline import OfflineClassifier, answer_fact, dropped_names
 from forgemem.capture.transcripts import Turn
 from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir
@@ -345,3 +345,24 @@ def test_two_statements_of_one_pass_without_a_word_of_change_both_hold(tmp_path,
             "TestCase here even tho i normally prefer pytest style")
     written_ = _said(workspace, real_embedder, said)
     assert len(written_) == 2 and not any(m.supersedes for m in written_), written_
+
+
+@pytest.mark.parametrize("question, answer, fact", [
+    ("Those are CRLF line endings. Are you on Windows?", "yeah windows 11 + wsl2, ubuntu inside",
+     "The user is on windows 11 + wsl2, ubuntu inside."),
+    ("Which editor do you use?", "neovim, with the lsp set up", "The user uses neovim, with the lsp set up."),
+    ("What timezone are you in?", "berlin", "The user is in berlin."),
+    ("What's your shell, zsh or fish?", "fish", "The user's shell: fish."),
+    ("Should I push?", "yes", ""),
+])
+def test_an_answer_about_the_person_is_said_whole(question, answer, fact):
+    assert answer_fact(question, answer) == fact
+
+
+def test_the_persons_answer_to_a_question_about_them_is_a_fact(real_embedder):
+    """"Are you on Windows?" - "yeah windows 11 + wsl2": starts like a yes to a one-off, but it says who they are."""
+    [found] = written("yeah windows 11 + wsl2, ubuntu inside.", real_embedder,
+                      before="Those are CRLF line endings from a Windows checkout. Are you on Windows?")
+    assert (found.category, found.scope, found.text) == ("user-facts", "user", "The user is on windows 11 + wsl2, "
+                                                         "ubuntu inside.")
+    assert written("yeah", real_embedder, before="The fix is in. Want me to push it?") == []

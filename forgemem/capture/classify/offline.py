@@ -80,10 +80,14 @@ class OfflineClassifier:
                    for (_, _, before, agent), confirm in zip(found, confirms, strict=True)]
         decisions = decide(feature_matrix(judged, embedder, befores), kind, judged)
         said, drop_only = _change_context(found, decisions)
+        first_of: dict[int, str] = {}
+        for unit, turn, *_ in found:
+            first_of.setdefault(id(turn), unit)
         proposals: list[Proposal] = []
         for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
                 zip(found, confirms, decisions, strict=True)):
-            if agent and _CONFIRMATION.match(unit) and not confirm:
+            answers = agent and unit == first_of[id(turn)] and bool(_ASKS_ABOUT_THEM.search(_last_sentence(before)))
+            if agent and _CONFIRMATION.match(unit) and not confirm and not answers:
                 continue  # yes to a one-off step: nothing lasting was decided
             if drop_only[i]:
                 continue  # "redis was a mistake": the rule said next to it replaces that memory (its context)
@@ -92,6 +96,10 @@ class OfflineClassifier:
                     and _RECURS.search(turn.text) and not never_durable(unit)):
                 # "why do you keep doing this. stop slapping type: ignore on things": a reaction to a habit of the
                 # agent's, said with a complaint that it recurs, is a standing correction
+                decision = replace(decision, is_durable=True)
+            if (not decision.is_durable and answers and decision.durable >= STANDING_AT
+                    and decision.category == "user-facts" and not never_durable(unit)):
+                # "Are you on Windows?" - "yeah windows 11 + wsl2": the person's answer about themselves is a fact
                 decision = replace(decision, is_durable=True)
             if not (confirm or decision.is_durable):
                 if not _may_change_mind(said[i], decision.durable):
@@ -118,8 +126,12 @@ class OfflineClassifier:
                     and _AT_THE_WORK.search(unit)):
                 # a correction pointing at the work just done here ("don't use --no-git in those tests")
                 scope, why_scope = "repo", "corrects the work done in this repository"
-            text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
-                             proposal=before if confirm else "")
+            if answers and decision.category == "user-facts" and (fact := answer_fact(_last_sentence(before), unit)):
+                # what the person said of themselves, asked by the agent: a fact about them, stated in full
+                text, category, scope, why_scope = fact, "user-facts", "user", "the person's answer about themselves"
+            else:
+                text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
+                                 proposal=before if confirm else "")
             nearest = neighbours(text if said[i] == unit else f"{text}\n{said[i]}")
             relation, target, similarity = relate_to(text, said[i], category, scope, nearest)
             weak = why_scope in _WEAK_SCOPE or (said[i] != unit and not why_scope.startswith("cue “in all"))
@@ -202,6 +214,40 @@ _REACTS = re.compile(
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
 CORRECTION_MARGIN = 0.15
+#: the agent asks about the person: their system, tools, place or habits ("Are you on Windows?")
+_ASKS_ABOUT_THEM = re.compile(
+    r"\b(?:are|do|did|have|were) you (?:on|using|running|use|still on|based|in|working (?:on|in|from))\b.*\?\s*$|"
+    r"\b(?:which|what) (?:os|operating system|editor|ide|shell|terminal|platform|machine|time ?zone|distro|"
+    r"version of \w+) (?:are|do|is) (?:you|your)\b.*\?\s*$|\byour (?:os|editor|shell|setup|machine|platform|"
+    r"time ?zone)\b.*\?\s*$", re.I)
+
+
+_YES_NO = re.compile(r"^\W*(?:yes|yeah|yep|yup|ya|no|nope|nah|correct|right|indeed)\b[\s,.!:;-]*", re.I)
+
+
+def answer_fact(question: str, answer: str) -> str:
+    """The fact a person's answer states, whole: "Are you on Windows?" + "yeah windows 11 + wsl2" -> "The user is
+    on windows 11 + wsl2." ("" when the question is not one this knows how to turn round)."""
+    said = _YES_NO.sub("", answer).strip().rstrip(".!")
+    if not said:
+        return ""
+    if m := re.search(r"\b(?:are|were) you (on|using|running|based in|in|still on|working (?:on|in|from))\b",
+                      question, re.I):
+        return f"The user is {m.group(1).lower()} {said}."
+    if m := re.search(r"\b(?:do|did) you (use|prefer|run|work (?:on|in|with))\b", question, re.I):
+        verb, _, rest = m.group(1).lower().partition(" ")
+        return f"The user {verb}s{' ' + rest if rest else ''} {said}."
+    if m := re.search(r"\b(?:which|what) (os|operating system|editor|ide|shell|terminal|platform|machine|time ?zone|"
+                      r"distro)\b|\byour (os|editor|shell|setup|machine|platform|time ?zone)\b", question, re.I):
+        return f"The user's {(m.group(1) or m.group(2)).lower()}: {said}."
+    return ""
+
+
+def _last_sentence(text: str) -> str:
+    pieces = [p for p in re.split(r"(?<=[.!?])\s+", text.strip()) if p]
+    return pieces[-1] if pieces else ""
+
+
 #: a complaint that the agent does it again and again
 _RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|every (?:single )?time|how many times|"
                      r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these)\b", re.I)
