@@ -366,3 +366,32 @@ def test_the_persons_answer_to_a_question_about_them_is_a_fact(real_embedder):
     assert (found.category, found.scope, found.text) == ("user-facts", "user", "The user is on windows 11 + wsl2, "
                                                          "ubuntu inside.")
     assert written("yeah", real_embedder, before="The fix is in. Want me to push it?") == []
+
+
+def _correction(said: str, embedder) -> list:
+    turns = [Turn("g", 0, "assistant", "Fixed it; mypy passes now.", None, "g", 1, 1, 0, 0),
+             Turn("g", 1, "user", said, None, "g", 2, 2, 0, 0)]
+    return OfflineClassifier(True, embedder).classify(
+        Batch(turns[1:], "cadence", "g", "g", context=turns[:1]), lambda t: []).proposals
+
+
+def test_a_correction_said_over_several_sentences_is_one_memory(real_embedder):
+    """"you did the # type: ignore thing again. fix the actual type, dont silence it": what it corrects is in the
+    first sentence and what to do in the second; one memory holds both. A question that only says it recurs
+    ("why do you keep doing this.") is left out of it."""
+    [found] = _correction("mypy is failing on reports/export.py, fix it. you did the # type: ignore thing again. fix "
+                          "the actual type or tell me you can't, dont silence it", real_embedder)
+    assert found.category == "corrections" and "type: ignore" in found.text and "silence" in found.text, found
+    [found] = _correction("stop doing release builds after every edit, it's 50 seconds each time. cargo check is "
+                          "enough while we iterate", real_embedder)
+    assert "release builds" in found.text and "cargo check" in found.text, found
+    [found] = _correction("why do you keep doing this. stop slapping type: ignore on things, fix the actual type.",
+                          real_embedder)
+    assert not found.text.lower().startswith("why"), found
+
+
+def test_an_answer_to_a_question_about_the_person_inside_a_longer_turn(real_embedder):
+    agent = ("The script calls `brew install openssl@3`, which only works on macOS. Which OS are you on? The Linux "
+             "and Windows branches need different packages.")
+    [found] = written("win 11 + wsl2, ubuntu 22.04 inside", real_embedder, before=agent)
+    assert (found.category, found.scope) == ("user-facts", "user") and "wsl2" in found.text, found

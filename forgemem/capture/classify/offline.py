@@ -56,6 +56,7 @@ class OfflineClassifier:
         from forgemem.capture.classify.units import units
 
         found: list[tuple[str, object, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
+        joined_from: dict[str, list[str]] = {}  # a correction said over several sentences: its sentences
         before, agent, chars = "", False, 0
         for turn in batch.context:
             before, agent = turn.text, turn.role != "user"
@@ -64,7 +65,8 @@ class OfflineClassifier:
                 before, agent = turn.text, True
                 continue
             chars += len(turn.text)
-            for unit in _merge_fragments(units(turn.text)):
+            pieces = _merge_fragments(units(turn.text))
+            for unit in _merge_correction(pieces, joined_from) if agent and _RECURS.search(turn.text) else pieces:
                 found.append((unit, turn, before, agent))
             before, agent = turn.text, False
         if not found:
@@ -86,20 +88,22 @@ class OfflineClassifier:
         proposals: list[Proposal] = []
         for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
                 zip(found, confirms, decisions, strict=True)):
-            answers = agent and unit == first_of[id(turn)] and bool(_ASKS_ABOUT_THEM.search(_last_sentence(before)))
+            question = _question_about_them(before) if agent and unit == first_of[id(turn)] else ""
+            answers = bool(question)
             if agent and _CONFIRMATION.match(unit) and not confirm and not answers:
                 continue  # yes to a one-off step: nothing lasting was decided
             if drop_only[i]:
                 continue  # "redis was a mistake": the rule said next to it replaces that memory (its context)
             changes_mind = False
-            if (not decision.is_durable and agent and decision.durable >= STANDING_AT and _REACTION.match(unit)
-                    and _RECURS.search(turn.text) and not never_durable(unit)):
-                # "why do you keep doing this. stop slapping type: ignore on things": a reaction to a habit of the
-                # agent's, said with a complaint that it recurs, is a standing correction
-                decision = replace(decision, is_durable=True)
-            if (not decision.is_durable and answers and decision.durable >= STANDING_AT
-                    and decision.category == "user-facts" and not never_durable(unit)):
+            fact = answer_fact(question, unit) if answers and not never_durable(unit) else ""
+            if fact and not decision.is_durable and decision.durable >= STANDING_AT:
                 # "Are you on Windows?" - "yeah windows 11 + wsl2": the person's answer about themselves is a fact
+                decision = replace(decision, is_durable=True)
+            if (not decision.is_durable and agent and _RECURS.search(turn.text)
+                    and decision.durable >= (RECURRING_AT if unit in joined_from else STANDING_AT)
+                    and (_REACTION.match(unit) or _CORRECTIVE.search(unit)) and not never_durable(unit)):
+                # "you did the # type: ignore thing again. fix the actual type, dont silence it": a reaction to a
+                # habit of the agent's, said with a complaint that it recurs, is a standing correction
                 decision = replace(decision, is_durable=True)
             if not (confirm or decision.is_durable):
                 if not _may_change_mind(said[i], decision.durable):
@@ -126,9 +130,14 @@ class OfflineClassifier:
                     and _AT_THE_WORK.search(unit)):
                 # a correction pointing at the work just done here ("don't use --no-git in those tests")
                 scope, why_scope = "repo", "corrects the work done in this repository"
-            if answers and decision.category == "user-facts" and (fact := answer_fact(_last_sentence(before), unit)):
+            if fact:
                 # what the person said of themselves, asked by the agent: a fact about them, stated in full
                 text, category, scope, why_scope = fact, "user-facts", "user", "the person's answer about themselves"
+            elif unit in joined_from:  # each sentence of the correction in rule form, in one memory
+                text = ""
+                for piece in joined_from[unit]:
+                    rule = rule_form(piece, category=category, scope=scope, context=before)
+                    text = _joined(text, rule, piece) if text else rule
             else:
                 text = rule_form(unit, category=category, scope=scope, context=before if agent else "",
                                  proposal=before if confirm else "")
@@ -209,7 +218,7 @@ CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-de
 _REACTS = re.compile(
     r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not|incorrect)|that is|don't|do not|stop|"
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
-    r"broke|added|created|put)\b|\bwhy did you\b|\bdon't\b|\bnever\b", re.I)
+    r"broke|added|created|put|keep|kept|did)\b|\bwhy did you\b|\bdon'?t\b|\bnever\b|\bagain\b", re.I)
 #: how a reaction to the agent's work opens
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
@@ -243,14 +252,24 @@ def answer_fact(question: str, answer: str) -> str:
     return ""
 
 
-def _last_sentence(text: str) -> str:
-    pieces = [p for p in re.split(r"(?<=[.!?])\s+", text.strip()) if p]
-    return pieces[-1] if pieces else ""
+def _question_about_them(agent_text: str) -> str:
+    """The agent's question about the person, if it asked one ("… Which OS are you on? The Linux …")."""
+    for sentence in re.split(r"(?<=[.!?])\s+", agent_text.strip()):
+        if _ASKS_ABOUT_THEM.search(sentence):
+            return sentence
+    return ""
 
 
 #: a complaint that the agent does it again and again
-_RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|every (?:single )?time|how many times|"
-                     r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these)\b", re.I)
+_RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|(?:every|each) (?:single )?time|how many times|"
+                     r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these|after every \w+|"
+                     r"same (?:thing|mistake|issue) (?:again|as|in)|in the last (?:\w+ )?(?:prs|pull requests|"
+                     r"sessions|times|commits))\b", re.I)
+#: ... the heads' least probability for it; lower for a correction said whole (that it recurs, then what to do)
+RECURRING_AT = 0.15
+#: an instruction against what the agent did ("dont silence it", "%w not %v", "only touch the lines …")
+_CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no more|only|should(?:n't| not)?|"
+                         r"is (?:enough|plenty|fine))\b|^\S+ not \S+", re.I)
 #: pointing at the work the agent just did
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
@@ -311,6 +330,37 @@ def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], lis
         said[j] = f"{unit} {said[j]}" if j > i else f"{said[j]} {unit}"
         drop_only[i] = True
     return said, drop_only
+
+
+def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> list[str]:
+    """A correction of a habit of the agent's said over several sentences ("you did the # type: ignore thing again.
+    fix the actual type, dont silence it") is one memory: from the sentence that says it recurs or reacts, the
+    sentences that go on correcting are joined to it (up to JOINED_CHARS); `joined_from` gets their sentences
+    (and the correction that follows a question saying it recurs, alone)."""
+    from forgemem.capture.classify.learned import never_durable
+
+    groups: list[list[str]] = []
+    answered: set[int] = set()  # groups that follow "why do you keep doing this."
+    joining = after_question = False
+    for unit in units:
+        starts = bool(_RECURS.search(unit) or _REACTION.match(unit))
+        corrective = starts or bool(_CORRECTIVE.search(unit))
+        # "why do you keep doing this." says it recurs but asks: the correction is what follows it
+        question = starts and never_durable(unit)
+        if joining and corrective and not question and sum(map(len, groups[-1])) + len(unit) < JOINED_CHARS:
+            groups[-1].append(unit)
+            continue
+        groups.append([unit])
+        joining = (starts and not question) or (after_question and corrective)
+        if after_question and corrective:
+            answered.add(len(groups) - 1)
+        after_question = question
+    merged = []
+    for index, group in enumerate(groups):
+        merged.append(" ".join(group))
+        if len(group) > 1 or index in answered:
+            joined_from[merged[-1]] = group
+    return merged
 
 
 def _merge_fragments(units: list[str]) -> list[str]:
