@@ -395,3 +395,22 @@ def test_an_answer_to_a_question_about_the_person_inside_a_longer_turn(real_embe
              "and Windows branches need different packages.")
     [found] = written("win 11 + wsl2, ubuntu 22.04 inside", real_embedder, before=agent)
     assert (found.category, found.scope) == ("user-facts", "user") and "wsl2" in found.text, found
+
+
+def test_a_rule_applied_to_one_file_next_is_not_part_of_the_rule(real_embedder):
+    """"… in all my projects. add them to service.py": the second sentence is the task, and its file must not
+    take the personal rule into the repository's store."""
+    found = written("personally i want type hints on every function incl private ones, in all my projects not "
+                    "just this one. add them to service.py", real_embedder)
+    assert [(p.scope, "service.py" in p.text) for p in found] == [("user", False)], found
+
+
+def test_thats_how_we_do_it_belongs_to_the_rule_before_it(real_embedder):
+    found = written("tests go in tests/ mirroring the package layout. thats how we do it everywhere in this project",
+                    real_embedder)
+    assert len(found) == 1 and "tests/" in found[0].text, found
+
+
+def test_a_numbered_next_step_is_a_task():
+    assert never_durable("next: add logging to the refund flow, there are print()s all over refunds.py")
+    assert not never_durable("next time always run the linter before you commit")

@@ -365,7 +365,9 @@ _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|
 
 #: words that tie an instruction to the work at hand: it ends with it ("until this is merged, don't touch
 #: tests/", "never use --no-verify for this one", "for this fix also log the sku")
-_ONE_OFF = _rx(r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
+_ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\w+\s+){0,2}?(?:add|fix|make|write|"
+               r"create|update|remove|rename|move|refactor|implement|build|run|wire|hook up|change|clean)\b",
+               r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
                r"demo|spike|migration|run|refactor|rename)\b",
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
                r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",

@@ -363,11 +363,20 @@ def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> li
     return merged
 
 
+#: "add them to service.py": the rule just said, applied to one file now - a task, not more of the rule
+_APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fix|change|update|run)\b.*"
+                                r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
+                                r"toml|json)\b", re.I)
+#: "thats how we do it everywhere": says the sentence before it is the rule
+_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b", re.I)
+
+
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     for unit in units:
         if merged and (_MIND_ONLY.match(merged[-1]) or (_DROPS.search(merged[-1]) and not _DROPS.search(unit))
-                       or _POINTS_BACK.search(unit)):
+                       or (_POINTS_BACK.search(unit) and not _APPLIES_TO_A_FILE.search(unit))
+                       or _SAYS_SO_BACK.match(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
             merged.append(unit)
