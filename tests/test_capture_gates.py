@@ -13,8 +13,9 @@ import pytest
 
 from forgemem.capture.capturer import Capturer
 from forgemem.capture.classify import Batch
+from forgemem.capture.classify.change_words import dropped_names
 from forgemem.capture.classify.learned import generalises, never_durable
-from forgemem.capture.classify.offline import OfflineClassifier, answer_fact, dropped_names
+from forgemem.capture.classify.offline import OfflineClassifier, answer_fact
 from forgemem.capture.transcripts import Turn
 from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir

@@ -38,11 +38,18 @@ def test_repo_knowledge_creates_the_repo_store_at_the_git_root(cli, git_repo, tm
     # what git sees: the store and its config, never a cache file
     status = git(git_repo, "status", "--porcelain", "--untracked-files=all")
     assert ".forge/.gitignore" in status and "cache" not in status
-    # a second run reads the same turns again (its offsets now live in the repo's cache) and writes nothing
-    again = cli("observe", "--once", "--final", str(transcript))
+    # a second run goes on where the first stopped: its state now lives in the repo's cache, which takes over
+    # what the user's cache knew of this transcript (no turn read twice, one history in `observe --status`)
+    with transcript.open("a") as handle:
+        handle.write(session("ok thanks"))
+    again = cli("observe", "--once", str(transcript))
     assert again.code == 0 and "created" not in again.err
+    assert again.err.startswith("read 2 turn(s), ran 1 capture pass(es)"), again.err
     assert len(memory_files(git_repo / ".forge" / "memory")) == 1
     assert "cache" not in git(git_repo, "status", "--porcelain", "--untracked-files=all")
+    status = cli("observe", "--status", "--json").json()
+    assert [t["path"] for t in status["transcripts"]] == [str(transcript)]
+    assert sum(t["passes"]["done"] for t in status["transcripts"]) == 2, status
 
 
 def test_nothing_is_created_without_a_repo_memory(cli, git_repo, tmp_path, monkeypatch, isolated_home):

@@ -91,6 +91,9 @@ class Observer:
         self.notices: list[str] = []  # what was said through `on_notice` (skipped records, a busy or rebuilt state)
         self.on_notice = on_notice
         self.state = state or ObserverState(state_path(workspace), on_notice=self._notice)
+        if state is None and workspace.capture_store() is not workspace.stores["user"]:
+            # the repository's first capture kept its state in the user's cache (its store did not exist yet)
+            self.state.adopt(workspace.stores["user"].cache_dir / STATE_NAME, self.targets)
         self._capturer = capturer
         self._not_transcripts: dict[Path, tuple[int, int]] = {}  # files seen not to be one: (size, mtime)
 

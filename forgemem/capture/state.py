@@ -215,6 +215,42 @@ class ObserverState:
             raise
         return result
 
+    def adopt(self, other: Path, targets: list[Path]) -> int:
+        """Take over, from another state database, what it knows of the transcripts under `targets`: a
+        repository's first capture keeps its state in the user's cache (the repository's store did not exist
+        yet), and the next run, in the repository's cache, goes on from there instead of reading it all again.
+        Only into a state that knows no transcript yet; returns how many transcripts were taken over."""
+        if not other.is_file() or other.resolve() == self.path.resolve():
+            return 0
+        match = " OR ".join("path = ? OR path LIKE ?" for _ in targets)
+        args = [v for t in targets for v in (str(t), str(t).rstrip("/") + "/%")]
+
+        conn = self.connection
+
+        def work() -> int:
+            if conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone():
+                return 0
+            for table in ("transcripts", "arc", "passes"):
+                here = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
+                there = {r[1] for r in conn.execute(f"PRAGMA other.table_info({table})")}
+                columns = ", ".join(c for c in here if c in there and not (table == "passes" and c == "id"))
+                conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} "
+                             f"FROM other.{table} WHERE {match}", args)
+            return conn.execute("SELECT COUNT(*) FROM transcripts").fetchone()[0]
+
+        if not targets or self._retry(lambda: conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone()):
+            return 0
+        try:
+            conn.execute("ATTACH DATABASE ? AS other", (str(other),))  # not inside a transaction
+        except sqlite3.Error:
+            return 0
+        try:
+            return self.write(work)
+        except (sqlite3.Error, StateBusy):
+            return 0  # read again from the start: slower, never wrong (duplicates are not written twice)
+        finally:
+            conn.execute("DETACH DATABASE other")
+
     def transcript(self, path: str) -> sqlite3.Row | None:
         return self._retry(lambda: self.connection.execute(
             "SELECT * FROM transcripts WHERE path = ?", (path,)).fetchone())

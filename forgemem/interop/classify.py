@@ -4,7 +4,7 @@ A rule someone wrote into an instruction file is durable by definition, so only 
 are asked of it: which category, and which store. Two answers differ from capture's: a rule
 read from a file is never a correction (nobody is reacting to an agent's work), and it is a
 fact about the user only when it says so ("I …", "my …", "the user …"; exports written in the
-third person are exempt). Scope comes from `learned.scope_for` (explicit cues, the repository's
+third person are exempt). Scope comes from `scope.scope_for` (explicit cues, the repository's
 own paths and commands; the repo when unsure) without the content model's guess: a rule written into
 a repository's file belongs to the repository unless it says it is personal ("I prefer …", "in all
 my projects") or is a fact about the user. Where the file decides, it decides: a personal
@@ -62,7 +62,8 @@ class Verdict:
 
 def classify(rules: Sequence[Rule], embedder=None, has_repo: bool = True) -> list[Verdict]:
     """A category and a scope for each rule, in one batch (`embedder`: sentence vectors; None: patterns)."""
-    from forgemem.capture.classify.learned import decide, feature_matrix, scope_for
+    from forgemem.capture.classify.learned import decide, feature_matrix
+    from forgemem.capture.classify.scope import scope_for
 
     if not rules:
         return []

@@ -13,13 +13,17 @@ import re
 from dataclasses import replace
 
 from forgemem.capture.classify import Batch, Classification, Neighbour, Neighbours, Proposal
-from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
-
-QUOTE_CHARS = 160
-
-
-def _quote(sentence: str, limit: int = QUOTE_CHARS) -> str:
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+from forgemem.capture.classify.change_words import (
+    _CHANGE_WORDS,
+    _GOES,
+    _RETRACTS,
+    _SAYS_THE_NEW,
+    RETRACTED_AT,
+    _names_in,
+    dropped_names,
+)
+from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _quote, _similarity
+from forgemem.capture.transcripts import Turn
 
 
 class OfflineClassifier:
@@ -52,10 +56,10 @@ class OfflineClassifier:
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
-        from forgemem.capture.classify.learned import scope_for as learned_scope
+        from forgemem.capture.classify.scope import scope_for as learned_scope
         from forgemem.capture.classify.units import units
 
-        found: list[tuple[str, object, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
+        found: list[tuple[str, Turn, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
         joined_from: dict[str, list[str]] = {}  # a correction said over several sentences: its sentences
         before, agent, chars = "", False, 0
         for turn in batch.context:
@@ -178,14 +182,10 @@ class OfflineClassifier:
         return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
 
 
-#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
-#: ("poetry is out, it's uv now"): it says so ...
-_CHANGE_WORDS = re.compile(
-    r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
-    r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
-    r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i said|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
 #: ... the heads give it at least this probability, and the relation model says it replaces a memory this surely
 CHANGE_OF_MIND_FLOOR = 0.10
+
+
 CHANGE_OF_MIND_AT = 0.5
 
 
@@ -213,16 +213,26 @@ def _as_trained(agent_turn: str) -> str:
 
 
 _WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
+
+
 CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
+
+
 #: what a correction of the agent's work sounds like
 _REACTS = re.compile(
     r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not|incorrect)|that is|don't|do not|stop|"
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put|keep|kept|did)\b|\bwhy did you\b|\bdon'?t\b|\bnever\b|\bagain\b", re.I)
+
+
 #: how a reaction to the agent's work opens
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
+
+
 CORRECTION_MARGIN = 0.15
+
+
 #: the agent asks about the person: their system, tools, place or habits ("Are you on Windows?")
 _ASKS_ABOUT_THEM = re.compile(
     r"\b(?:are|do|did|have|were) you (?:on|using|running|use|still on|based|in|working (?:on|in|from))\b.*\?\s*$|"
@@ -265,46 +275,43 @@ _RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|(?:every|each)
                      r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these|after every \w+|"
                      r"same (?:thing|mistake|issue) (?:again|as|in)|in the last (?:\w+ )?(?:prs|pull requests|"
                      r"sessions|times|commits))\b", re.I)
+
+
 #: ... the heads' least probability for it; lower for a correction said whole (that it recurs, then what to do)
 RECURRING_AT = 0.15
+
+
 #: an instruction against what the agent did ("dont silence it", "%w not %v", "only touch the lines …")
 _CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no more|only|should(?:n't| not)?|"
                          r"is (?:enough|plenty|fine))\b|^\S+ not \S+", re.I)
+
+
 #: pointing at the work the agent just did
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
+
+
 #: a fact about the person is said in the first person
 #: a fact about the person has them as its subject or owner ("I'm on WSL", "my editor is vim"); "ask me first"
 #: is how they want to be worked with, a preference
 _PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|mi|je|j'|mon|ma|sou|eu|io|sono|"
                        r"ik|mijn)\b", re.I)
+
+
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
+
+
 #: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
 #: a unit that only says the mind changed ("hmm wait actually no.") belongs with what follows it
 _MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
                         r"forget (?:that|it)|never ?mind|on second thought|changed my mind)\b)+\W*$", re.I)
+
+
 _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b|"
                     r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
-
-
-#: a sentence that only says an old choice goes ("putting the queue in redis was a mistake", "ignore what i said
-#: about only running the tests you touched", "the hand rolled dataclass stuff goes away"): no rule of its own,
-#: it tells which memory the rule said next to it replaces
-_GOES = re.compile(
-    r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
-    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over)\b|"
-    r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
-    r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
-    r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
-    # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
-    r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
-    re.I)
-#: ... unless it also says what comes instead
-_SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"
-                           r"always|never|prefer|should|must|moves? to|back to)\b", re.I)
 
 
 def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], list[bool]]:
@@ -367,6 +374,8 @@ def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> li
 _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fix|change|update|run)\b.*"
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
+
+
 #: "thats how we do it everywhere": says the sentence before it is the rule
 _SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b", re.I)
 
@@ -401,12 +410,16 @@ def _proposal_of(agent_text: str) -> str:
 _CONFIRMATION = re.compile(
     r"^(?:yes|yep|yeah|yup|sure|ok|okay|sounds good|do it|go ahead|let's do (?:it|that)|agreed|perfect|exactly|"
     r"please do|go for it|correct|right|ja|sí|si|oui|d'accord)\b", re.I)
+
+
 #: the agent offers (rather than reports): "I can …", "I'd suggest …", "want me to …", "how about …"
 _OFFER = re.compile(r"^suggest|\bsuggest(?:ing)? (?:we|making|that|to)\b|\bmy recommendation\b|"
                     r"\bi(?:'d| would) (?:add|make|use|set|go with|switch|keep|move|put)\b|"
                     r"\b(?:i (?:can|could|would|'d) (?:suggest|propose|recommend|also)?|i suggest|i propose|"
                     r"i recommend|want me to|shall i|should i|would you like|do you want|how about|what about|"
                     r"let's|we could|we should|my suggestion|i'd make)\b", re.I)
+
+
 #: the agent proposed a standing rule, not a one-off step
 _PROPOSES_RULE = re.compile(
     r"\bfrom now on\b|\bgoing forward\b|\b(?:the )?(?:standard|default|convention|rule)\b|\bin (?:the )?future\b|"
@@ -440,147 +453,3 @@ def relate_to(text: str, said: str, category: str, scope: str,
         if _RETRACTS.search(said) and near:
             return "supersedes", max(near, key=lambda c: c.similarity).id, max(score, 0.8)
     return relation, (candidates[index].id if index is not None else None), score
-
-
-#: words that take back what was said before, and how close (cosine) the rule taken back must be
-_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|everything i said)|on second thought|"
-                       r"(?:i |we )?changed (?:my|our) mind|actually,? no\b|no wait|never ?mind (?:that|what i said)|"
-                       r"i take (?:that|it) back)", re.I)
-RETRACTED_AT = 0.35
-
-
-_DROPPED = re.compile(
-    r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
-    r"(?:gone|went|going|gotten|got) off|"
-    r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
-    r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
-    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
-    # "no fix/feat prefix anymore"
-    r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b", re.I)
-_NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
-
-
-#: words before "goes away" / "was a mistake" that are not what goes ("the dataclass stuff goes away")
-_NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really", "basically", "also", "all", "now",
-                               "then", "totally", "tbh", "honestly", "probably", "entirely", "rule", "one", "bit",
-                               "part", "thing", "things", "whole", "was", "is", "a", "an", "of", "in", "on", "for"}
-
-
-def dropped_names(said: str) -> set[str]:
-    """Names the user said they dropped: "scratch GORM" -> {"gorm"}, "putting the queue in redis was a
-    mistake" -> {"redis"}, "the hand rolled dataclass stuff goes away" -> {"dataclass"}."""
-    names = set()
-    for match in _DROPPED.finditer(said):
-        name = next((g for g in match.groups() if g), "").lower().strip(".")
-        if name and name not in _NOT_NAMES:
-            names.add(name)
-    for match in _GOES.finditer(said):
-        words = re.findall(r"[\w.+-]+|[,;:()!?]", said[: match.start()].lower())[-4:]
-        while words and words[-1] in _NOT_WHAT_GOES:
-            words.pop()
-        if words and len(words[-1].strip(".")) >= 3 and re.match(r"\w", words[-1]):
-            names.add(words[-1].strip("."))
-    return names
-
-
-def _names_in(text: str, names: set[str]) -> bool:
-    """Whether the text names one of `names` (a plural or singular form counts: "dataclasses", "dataclass")."""
-    words = set(re.findall(r"[\w.+-]+", text.lower()))
-    words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-2] for w in words if w.endswith("es")}
-    return bool(names & words)
-
-
-def _similarity(embedder):
-    """cosine(a, b) of the embedding vectors; word overlap without a model."""
-    if embedder is None:
-        return _overlap
-
-    def cosine(a: str, b: str) -> float:
-        vectors = embedder.encode([a, b])
-        return float(vectors[0] @ vectors[1])
-
-    return cosine
-
-
-def _one_change(earlier: Proposal, later: Proposal) -> bool:
-    """Whether two proposals are one change said in two sentences: the same turn, the same memory replaced."""
-    return (earlier.turn is not None and earlier.turn is later.turn and earlier.relation == later.relation == "supersedes"
-            and earlier.target is not None and earlier.target == later.target and earlier.scope == later.scope
-            and len(earlier.text) + len(later.text) <= JOINED_CHARS)
-
-
-#: the longest text two sentences of one change are joined into
-JOINED_CHARS = 600
-
-
-def _joined(first: str, second: str, said: str) -> str:
-    """"A." + "B." -> "A; b." (the second's first word kept as it was said: "uv add", not "Uv add")."""
-    from forgemem.capture.classify.rules.clauses import _decap
-
-    word = second.split(" ", 1)[0]
-    if word.lower() != word and re.search(rf"\b{re.escape(word.lower())}\b", said):
-        second = word.lower() + second[len(word):]
-    return f"{first.rstrip().rstrip('.')}; {_decap(second.strip())}"
-
-
-#: a word of change in what was said (the relation model's change wording, weak ones included)
-_SAYS_A_CHANGE = re.compile(f"{_CHANGE.pattern}|{_CHANGE_WEAK.pattern}|{_RETRACTS.pattern}|{_CHANGE_WORDS.pattern}",
-                            re.I)
-
-
-def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
-    """A change of mind inside one pass: both statements are written, the later superseding the earlier.
-
-    The earlier one is written first and is never current after the pass; the
-    history shows both (as if they had fallen in two passes). The same statement
-    said twice is written once.
-    """
-    from forgemem.capture.classify.relate import Candidate
-    from forgemem.capture.classify.relate import relate as decide_relation
-
-    kept: list[Proposal] = []
-    for proposal in proposals:
-        same = next((e for e in kept if _one_change(e, proposal)), None)
-        if same is not None:
-            # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
-            # … so uv add / uv sync from now on, no more poetry"): one memory, or the second, a fragment,
-            # would replace the first
-            same.text = _joined(same.text, proposal.text, proposal.quote)
-            same.quote = _quote(f"{same.quote} … {proposal.quote}", 2 * QUOTE_CHARS)
-            same.reason += "; with the next sentence of the same turn, which replaces the same memory"
-            continue
-        for earlier in reversed(kept):
-            candidate = Candidate(earlier.text, earlier.category, earlier.scope,
-                                  similarity(earlier.text, proposal.text))
-            relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
-                                                 [candidate])
-            if relation != "supersedes" and earlier.scope == proposal.scope and _names_in(
-                    earlier.text, dropped_names(proposal.quote)):
-                relation, index = "supersedes", 0
-            elif relation == "supersedes" and not _SAYS_A_CHANGE.search(proposal.quote):
-                # two statements of one pass with no word of a change between them ("this codebase is all
-                # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier
-                relation = "relates-to"
-            if index is None:
-                continue
-            if relation == "duplicate":
-                kept.remove(earlier)
-                break
-            if relation == "supersedes" and proposal.relation == "supersedes" and proposal.target and not (
-                    earlier.relation == "supersedes" and earlier.target == proposal.target):
-                # it replaces a memory written before this pass ("we're going back to prettier" replaces the
-                # biome rule): linked to a remark said just before instead ("biome mangles our .svelte files",
-                # which only refines that rule), the replaced rule would stay current
-                continue
-            if relation == "supersedes" and earlier.replaced_by is None:
-                proposal.replaces = earlier  # the capturer links them once the earlier one has its id
-                earlier.replaced_by = proposal
-                proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
-                break
-        kept.append(proposal)
-    return kept
-
-
-def _overlap(a: str, b: str) -> float:
-    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
-    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0

@@ -1,0 +1,96 @@
+"""The words of a change of mind: what the person drops, takes back or says is gone.
+
+"scratch GORM", "we moved off wandb", "putting the queue in redis was a mistake", "ignore
+what i said about …", "back to make": the offline classifier reads them to decide that a
+statement replaces a memory, and which one (`offline.relate_to`), and whether a sentence
+says only that an old choice goes (`offline._change_context`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
+
+#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
+#: ("poetry is out, it's uv now"): it says so ...
+_CHANGE_WORDS = re.compile(
+    r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
+    r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
+    r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i said|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
+
+
+#: words that take back what was said before, and how close (cosine) the rule taken back must be
+_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|everything i said)|on second thought|"
+                       r"(?:i |we )?changed (?:my|our) mind|actually,? no\b|no wait|never ?mind (?:that|what i said)|"
+                       r"i take (?:that|it) back)", re.I)
+
+
+RETRACTED_AT = 0.35
+
+
+_DROPPED = re.compile(
+    r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
+    r"(?:gone|went|going|gotten|got) off|"
+    r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
+    r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
+    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
+    # "no fix/feat prefix anymore"
+    r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b", re.I)
+
+
+_NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
+
+
+#: words before "goes away" / "was a mistake" that are not what goes ("the dataclass stuff goes away")
+_NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really", "basically", "also", "all", "now",
+                               "then", "totally", "tbh", "honestly", "probably", "entirely", "rule", "one", "bit",
+                               "part", "thing", "things", "whole", "was", "is", "a", "an", "of", "in", "on", "for"}
+
+
+#: a sentence that only says an old choice goes ("putting the queue in redis was a mistake", "ignore what i said
+#: about only running the tests you touched", "the hand rolled dataclass stuff goes away"): no rule of its own,
+#: it tells which memory the rule said next to it replaces
+_GOES = re.compile(
+    r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
+    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over)\b|"
+    r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
+    r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
+    r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
+    # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
+    r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
+    re.I)
+
+
+#: ... unless it also says what comes instead
+_SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"
+                           r"always|never|prefer|should|must|moves? to|back to)\b", re.I)
+
+
+def dropped_names(said: str) -> set[str]:
+    """Names the user said they dropped: "scratch GORM" -> {"gorm"}, "putting the queue in redis was a
+    mistake" -> {"redis"}, "the hand rolled dataclass stuff goes away" -> {"dataclass"}."""
+    names = set()
+    for match in _DROPPED.finditer(said):
+        name = next((g for g in match.groups() if g), "").lower().strip(".")
+        if name and name not in _NOT_NAMES:
+            names.add(name)
+    for match in _GOES.finditer(said):
+        words = re.findall(r"[\w.+-]+|[,;:()!?]", said[: match.start()].lower())[-4:]
+        while words and words[-1] in _NOT_WHAT_GOES:
+            words.pop()
+        if words and len(words[-1].strip(".")) >= 3 and re.match(r"\w", words[-1]):
+            names.add(words[-1].strip("."))
+    return names
+
+
+def _names_in(text: str, names: set[str]) -> bool:
+    """Whether the text names one of `names` (a plural or singular form counts: "dataclasses", "dataclass")."""
+    words = set(re.findall(r"[\w.+-]+", text.lower()))
+    words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-2] for w in words if w.endswith("es")}
+    return bool(names & words)
+
+
+#: a word of change in what was said (the relation model's change wording, weak ones included)
+_SAYS_A_CHANGE = re.compile(f"{_CHANGE.pattern}|{_CHANGE_WEAK.pattern}|{_RETRACTS.pattern}|{_CHANGE_WORDS.pattern}",
+                            re.I)

@@ -1,0 +1,111 @@
+"""Statements of one capture pass that change one another.
+
+A change of mind inside one pass ("use structlog … actually no, stdlib logging") is
+written as both statements, the later superseding the earlier, so the earlier is never
+current; two sentences of one turn that replace the same memory are one memory; the
+same statement said twice is written once.
+"""
+
+from __future__ import annotations
+
+import re
+
+from forgemem.capture.classify import Proposal
+from forgemem.capture.classify.change_words import _SAYS_A_CHANGE, _names_in, dropped_names
+
+QUOTE_CHARS = 160
+
+
+def _quote(sentence: str, limit: int = QUOTE_CHARS) -> str:
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def _similarity(embedder):
+    """cosine(a, b) of the embedding vectors; word overlap without a model."""
+    if embedder is None:
+        return _overlap
+
+    def cosine(a: str, b: str) -> float:
+        vectors = embedder.encode([a, b])
+        return float(vectors[0] @ vectors[1])
+
+    return cosine
+
+
+def _one_change(earlier: Proposal, later: Proposal) -> bool:
+    """Whether two proposals are one change said in two sentences: the same turn, the same memory replaced."""
+    return (earlier.turn is not None and earlier.turn is later.turn and earlier.relation == later.relation == "supersedes"
+            and earlier.target is not None and earlier.target == later.target and earlier.scope == later.scope
+            and len(earlier.text) + len(later.text) <= JOINED_CHARS)
+
+
+#: the longest text two sentences of one change are joined into
+JOINED_CHARS = 600
+
+
+def _joined(first: str, second: str, said: str) -> str:
+    """"A." + "B." -> "A; b." (the second's first word kept as it was said: "uv add", not "Uv add")."""
+    from forgemem.capture.classify.rules.clauses import _decap
+
+    word = second.split(" ", 1)[0]
+    if word.lower() != word and re.search(rf"\b{re.escape(word.lower())}\b", said):
+        second = word.lower() + second[len(word):]
+    return f"{first.rstrip().rstrip('.')}; {_decap(second.strip())}"
+
+
+def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
+    """A change of mind inside one pass: both statements are written, the later superseding the earlier.
+
+    The earlier one is written first and is never current after the pass; the
+    history shows both (as if they had fallen in two passes). The same statement
+    said twice is written once.
+    """
+    from forgemem.capture.classify.relate import Candidate
+    from forgemem.capture.classify.relate import relate as decide_relation
+
+    kept: list[Proposal] = []
+    for proposal in proposals:
+        same = next((e for e in kept if _one_change(e, proposal)), None)
+        if same is not None:
+            # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
+            # … so uv add / uv sync from now on, no more poetry"): one memory, or the second, a fragment,
+            # would replace the first
+            same.text = _joined(same.text, proposal.text, proposal.quote)
+            same.quote = _quote(f"{same.quote} … {proposal.quote}", 2 * QUOTE_CHARS)
+            same.reason += "; with the next sentence of the same turn, which replaces the same memory"
+            continue
+        for earlier in reversed(kept):
+            candidate = Candidate(earlier.text, earlier.category, earlier.scope,
+                                  similarity(earlier.text, proposal.text))
+            relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
+                                                 [candidate])
+            if relation != "supersedes" and earlier.scope == proposal.scope and _names_in(
+                    earlier.text, dropped_names(proposal.quote)):
+                relation, index = "supersedes", 0
+            elif relation == "supersedes" and not _SAYS_A_CHANGE.search(proposal.quote):
+                # two statements of one pass with no word of a change between them ("this codebase is all
+                # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier
+                relation = "relates-to"
+            if index is None:
+                continue
+            if relation == "duplicate":
+                kept.remove(earlier)
+                break
+            if relation == "supersedes" and proposal.relation == "supersedes" and proposal.target and not (
+                    earlier.relation == "supersedes" and earlier.target == proposal.target):
+                # it replaces a memory written before this pass ("we're going back to prettier" replaces the
+                # biome rule): linked to a remark said just before instead ("biome mangles our .svelte files",
+                # which only refines that rule), the replaced rule would stay current
+                continue
+            if relation == "supersedes" and earlier.replaced_by is None:
+                proposal.replaces = earlier  # the capturer links them once the earlier one has its id
+                earlier.replaced_by = proposal
+                proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
+                break
+        kept.append(proposal)
+    return kept
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
