@@ -346,3 +346,11 @@ def test_on_the_corpus_test_rows_the_rules_beat_the_baseline():
 ])
 def test_openers_and_hedges_are_dropped_in_every_language(said, category, scope, expected):
     assert rule_text(said, category=category, scope=scope) == expected
+
+
+def test_a_full_stop_after_a_path_is_the_sentences_not_the_paths():
+    """"put the tests in tests/orders/test_service.py." used to end in ".." (the stop was kept with the path)."""
+    assert rule_text("put the tests in tests/orders/test_service.py.", category="project-conventions",
+                     scope="repo") == "Put the tests in tests/orders/test_service.py."
+    assert rule_text("configs live in deploy/k8s/.", category="project-conventions",
+                     scope="repo") == "Configs live in deploy/k8s/."

@@ -23,8 +23,9 @@ _PROTECT = re.compile(
     r"|\b[a-z][a-z0-9+.-]*://[^\s`'\"<>]+"  # URLs
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail addresses, user@host
     r"|\b[A-Za-z_][A-Za-z0-9_]*=[^\s,;]+"  # NAME=value
-    r"|(?<![\w/.-])[A-Za-z0-9_+/=.-]{24,}(?![\w/.-])"  # long opaque tokens, hashes, long paths
-    r"|(?<![\w/.-])(?=[\w.~/-]{4,})(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*(?![\w/])"  # paths with a slash
+    # long opaque tokens, hashes, long paths (a sentence's full stop after one is not part of it)
+    r"|(?<![\w/.-])[A-Za-z0-9_+/=.-]{23,}[A-Za-z0-9_+/=-](?![\w/-])(?!\.[\w/-])"
+    r"|(?<![\w/.-])(?=[\w.~/-]{4,})(?:~|\.{1,2})?/?(?:[\w.-]+/)+(?:[\w.-]*[\w-])?(?![\w/])(?!\.[\w/-])"  # paths
     r"|(?<![\w.-])\.?[\w-]{2,}\.[a-z][a-z0-9]{0,5}\b(?![\w/-])",  # file names: README.md, .gitattributes
     re.S,
 )
