@@ -292,6 +292,10 @@ def test_a_short_question_after_a_proposal_confirms_the_proposal_itself(real_emb
 @pytest.mark.parametrize("sentence, never", [
     ("the eslint config isnt picked up when i save, can u check package.json", True),
     ("i hate everything", True),
+    ("plan in CI shows no changes on all 4 envs, nice.", True),
+    ("last change i promise", True),
+    ("the asking before every git status is getting old.", True),
+    ("always use pnpm here, nice", False),
     ("i hate mocks in integration tests", False),
     ("we never mock the db, can you check the new tests follow that", False),
 ])

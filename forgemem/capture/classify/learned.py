@@ -328,6 +328,10 @@ def generalises(sentence: str) -> bool:
             or bool(_STANDING_RULE.search(sentence)))
 
 
+#: a remark on how things went, nothing to keep: "plan in CI shows no changes on all 4 envs, nice", "last change i
+#: promise", "the asking before every git status is getting old"
+_REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finally|phew|perfect)\s*[.!]*$",
+              r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b")
 _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
                 r"\bwe (?:always|never)\b")
@@ -390,6 +394,8 @@ def never_durable(sentence: str) -> bool:
     standing rule ("since we never … in this repo, can you …?"); an instruction that says when it ends
     ("until this is merged"), and a report that something is broken that says nothing of what to do."""
     if _CLARIFYING.search(sentence.strip()) or _BOUNDED.search(sentence):
+        return True
+    if _REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True
     if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True
