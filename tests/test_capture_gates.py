@@ -296,6 +296,10 @@ def test_a_short_question_after_a_proposal_confirms_the_proposal_itself(real_emb
     ("last change i promise", True),
     ("the asking before every git status is getting old.", True),
     ("always use pnpm here, nice", False),
+    ("the api always returns 500 on empty body", True),
+    ("the client never throws, it returns Result; dont add try/except around it", False),
+    ("my lead says we should never use ORMs for reporting queries, raw sql only", True),
+    ("my lead says never use ORMs for reporting and i agree, raw sql only", False),
     ("i hate mocks in integration tests", False),
     ("we never mock the db, can you check the new tests follow that", False),
 ])
@@ -419,3 +423,16 @@ def test_thats_how_we_do_it_belongs_to_the_rule_before_it(real_embedder):
 def test_a_numbered_next_step_is_a_task():
     assert never_durable("next: add logging to the refund flow, there are print()s all over refunds.py")
     assert not never_durable("next time always run the linter before you commit")
+
+
+def test_a_rule_taken_back_as_it_is_said_gives_way_to_the_one_said_next(real_embedder):
+    """"errors are anyhow everywhere in this crate— wait no. anyhow only in src/main.rs, …": the first is not
+    written, and the second, the rule as meant, is written even if the heads alone find it unsure."""
+    found = written("the config loader returns Box<dyn Error>, clean that up. errors are anyhow everywhere in this "
+                    "crate— wait no. anyhow only in src/main.rs, the lib side is one thiserror enum per module",
+                    real_embedder)
+    assert [("thiserror" in p.text, "everywhere" in p.text) for p in found] == [(True, False)], found
+
+
+def test_a_repository_cue_in_another_language_marks_a_standing_rule():
+    assert generalises("Y ojo: en este repo los DTOs son records de Java")

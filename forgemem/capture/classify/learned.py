@@ -287,7 +287,9 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
                      r"team|app|service))? (?:to|on)\b",
                      r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b", r"\bin (?:this|our) "
-                     r"(?:repo|repository|project|codebase)\b")
+                     r"(?:repo|repository|project|codebase)\b",
+                     r"\b(?:en este (?:repo|repositorio|proyecto)|in diesem (?:repo|projekt)|dans ce (?:repo|projet|"
+                     r"dépôt)|neste (?:repo|projeto|repositório)|in questo (?:repo|progetto)|in deze (?:repo|project))\b")
 
 
 #: the same standing words in the other languages people write to their agent (the pattern features are
@@ -332,6 +334,18 @@ def generalises(sentence: str) -> bool:
 #: promise", "the asking before every git status is getting old"
 _REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finally|phew|perfect)\s*[.!]*$",
               r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b")
+#: the system's behaviour, described ("the api always returns 500 on empty body"): a bug to look at, unless the
+#: sentence says what to do about it
+_DESCRIBES = _rx(r"\b(?:always|never|sometimes|randomly|still) (?:returns|fails|crashes|throws|errors|breaks|hangs|"
+                 r"times out|comes back|spits out)\b")
+_SAYS_TO_DO = _rx(r"\b(?:use|prefer|from now on|going forward|instead|should|must|make sure|don'?t|do not)\b")
+#: someone else's opinion, reported: "my lead says we should never use ORMs for reporting" — not adopted ...
+_HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo|colleague|coworker|co-worker|teammate|"
+               r"tech lead|senior|architect|friend|pm|product manager|reviewer)\s+(?:says|said|thinks|thought|reckons|"
+               r"claims|keeps saying|insists|wants)\b")
+#: ... unless the person takes it on
+_ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so (?:we|let's|from now on|going "
+               r"forward)|we(?:'re| are) doing (?:that|it)|(?:team|we) decided|it's the rule now)\b")
 _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
                 r"\bwe (?:always|never)\b")
@@ -357,6 +371,7 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
+
                    r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
                    r"read|found|recogni[sz]ed|triggered|called)\b",
                    r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b",
@@ -396,6 +411,10 @@ def never_durable(sentence: str) -> bool:
     if _CLARIFYING.search(sentence.strip()) or _BOUNDED.search(sentence):
         return True
     if _REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
+        return True
+    if _HEARSAY.search(sentence.strip()) and not _ADOPTED.search(sentence):
+        return True
+    if _DESCRIBES.search(sentence) and not _SAYS_TO_DO.search(sentence):
         return True
     if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True

@@ -61,6 +61,7 @@ class OfflineClassifier:
 
         found: list[tuple[str, Turn, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
         joined_from: dict[str, list[str]] = {}  # a correction said over several sentences: its sentences
+        restated: set[str] = set()  # said right after a rule the person took back ("… wait no. anyhow only in …")
         before, agent, chars = "", False, 0
         for turn in batch.context:
             before, agent = turn.text, turn.role != "user"
@@ -69,7 +70,7 @@ class OfflineClassifier:
                 before, agent = turn.text, True
                 continue
             chars += len(turn.text)
-            pieces = _merge_fragments(units(turn.text))
+            pieces = _merge_fragments(_taken_back(units(turn.text), restated))
             for unit in _merge_correction(pieces, joined_from) if agent and _RECURS.search(turn.text) else pieces:
                 found.append((unit, turn, before, agent))
             before, agent = turn.text, False
@@ -99,6 +100,9 @@ class OfflineClassifier:
             if drop_only[i]:
                 continue  # "redis was a mistake": the rule said next to it replaces that memory (its context)
             changes_mind = False
+            if (not decision.is_durable and unit in restated and decision.durable >= STANDING_AT
+                    and not never_durable(unit)):
+                decision = replace(decision, is_durable=True)  # the rule said again, as meant
             fact = answer_fact(question, unit) if answers and not never_durable(unit) else ""
             if fact and not decision.is_durable and decision.durable >= STANDING_AT:
                 # "Are you on Windows?" - "yeah windows 11 + wsl2": the person's answer about themselves is a fact
@@ -337,6 +341,30 @@ def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], lis
         said[j] = f"{unit} {said[j]}" if j > i else f"{said[j]} {unit}"
         drop_only[i] = True
     return said, drop_only
+
+
+#: a sentence that ends by taking itself back: "errors are anyhow everywhere in this crate— wait no."
+_TAKES_ITSELF_BACK = re.compile(r"(?:[—–-]+|[,.;:])\s*(?:(?:wait|hmm+|uh+|erm+|ah+|oh|actually)[,\s]+(?:no+|nope)|nvm|"
+                                r"never ?mind|scratch that)[.!…\s]*$", re.I)
+
+
+def _taken_back(units: list[str], restated: set[str]) -> list[str]:
+    """The sentences without one the person took back as they said it; the one after it, saying it again as
+    meant, goes into `restated` when the one taken back stated a rule."""
+    from forgemem.capture.classify.learned import generalises
+
+    kept: list[str] = []
+    dropped = False
+    for unit in units:
+        head = _TAKES_ITSELF_BACK.sub("", unit).strip()
+        if head != unit.strip() and len(head.split()) >= 3:
+            dropped = generalises(head)
+            continue
+        if dropped:
+            restated.add(unit)
+        dropped = False
+        kept.append(unit)
+    return kept
 
 
 def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> list[str]:
