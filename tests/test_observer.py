@@ -278,7 +278,7 @@ def test_observe_once_over_every_real_transcript(cli, project, monkeypatch):
     texts = written["chat-history.bytes-0-241120.md"]
     assert any("--no-git" in t for t in texts) and any("GitTemporaryDirectory" in t for t in texts)
     again = cli("observe", "--once", "--final", "--json", str(REAL)).json()
-    assert again == {"turns_read": 0, "passes": []}
+    assert again == {"turns_read": 0, "passes": [], "waiting": 0}
 
 
 def test_two_observers_share_the_work_without_doing_it_twice(workspace, capturer, tmp_path):
@@ -397,6 +397,13 @@ def test_cli_once_due_says_that_a_short_transcript_waits_for_the_cadence(cli, pr
     again = cli("observe", "--once", "--due", str(transcript))  # nothing new read: nothing to say about waiting
     assert again.err.splitlines() == ["read 0 turn(s), ran 0 capture pass(es), wrote 0 memories"]
     assert cli("observe", "--due", str(transcript)).code == 2  # --due goes with --once
+    with transcript.open("a") as handle:
+        handle.write(exchange("and another", n=3))
+    (tmp_path / "x").mkdir()
+    waiting = cli("observe", "--once", "--due", "--json", str(tmp_path / "x" / ".." / "t.jsonl")).json()
+    assert waiting["waiting"] == 1 and waiting["passes"] == []
+    status = cli("observe", "--status", "--json").json()
+    assert [t["path"] for t in status["transcripts"]] == [str(transcript)]  # "x/../t.jsonl" is the same file
 
 
 def test_cli_once_says_what_waits_after_a_pass_and_what_it_cannot_read(cli, project, tmp_path, monkeypatch):

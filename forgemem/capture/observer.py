@@ -85,7 +85,7 @@ class Observer:
 
             raise UsageError(f"unknown transcript format {fmt!r} (known: {', '.join(FORMATS)})")
         self.workspace = workspace
-        self.targets = [Path(t).expanduser().absolute() for t in targets]
+        self.targets = [Path(os.path.abspath(Path(t).expanduser())) for t in targets]  # "a/../b" said as "b"
         self.fmt = fmt
         self.cadence = cadence or workspace.config.cadence_turns
         self.notices: list[str] = []  # what was said through `on_notice` (skipped records, a busy or rebuilt state)

@@ -123,7 +123,7 @@ def observe(
         final = final or not (due or compaction)  # a person's --once captures everything it read
         read, ran = observer.once(compaction=compaction, final=final, on_result=report)
         if as_json:
-            emit_json({"turns_read": read, "passes": results})
+            emit_json({"turns_read": read, "passes": results, "waiting": observer.waiting()})
         else:
             written = sum(len(r["written"]) for r in results)
             err.print(f"read {read} turn(s), ran {ran} capture pass(es), wrote {memory_count(written)}")
