@@ -436,3 +436,9 @@ def test_a_rule_taken_back_as_it_is_said_gives_way_to_the_one_said_next(real_emb
 
 def test_a_repository_cue_in_another_language_marks_a_standing_rule():
     assert generalises("Y ojo: en este repo los DTOs son records de Java")
+
+
+def test_how_the_agent_explains_is_the_persons_even_said_of_this_codebase(real_embedder):
+    [found] = written("when you explain changes give me the full reasoning, i'm still learning this codebase and "
+                      "want to understand why", real_embedder)
+    assert found.scope == "user", found

@@ -29,7 +29,11 @@ _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of m
 #: personal cues that outweigh any word about the repository
 _ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                        r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
-                       r"\bregardless of (?:the )?project\b", r"\bpersonally\b")
+                       r"\bregardless of (?:the )?project\b", r"\bpersonally\b",
+                       # how the agent talks to the person: theirs, even said of this codebase ("when you explain
+                       # changes give me the full reasoning, i'm still learning this codebase")
+                       r"\b(?:when|whenever|after) you (?:explain|answer|reply|respond|summari[sz]e)\b",
+                       r"\byour (?:answers?|replies|responses|explanations?|summar(?:y|ies))\b")
 _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|package|crate|module|exporter|monorepo)\b",
                 r"\b(?:this|the) (?:repo|repository|project|codebase)(?:'s)?\b", r"\bour (?:team|repo|project|codebase|"
                 r"ci|pipeline|app|service|stack|api|backend|frontend|convention|style|policy)\b", r"\bhere we\b",
