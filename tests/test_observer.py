@@ -435,3 +435,16 @@ def test_cli_status_keeps_a_long_transcript_name_whole_in_a_narrow_terminal(cli,
     table = text.split("last writes:")[0]
     assert "…" not in table, text  # folded onto more lines, never cut
     assert transcript.name in "".join(table.split()), text
+
+
+def test_cli_once_says_when_it_prepares_the_embedding_model(cli, project, tmp_path, monkeypatch):
+    """The first capture on a machine exports the model (seconds): it says so instead of sitting silent."""
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("FORGEMEM_MODEL_CACHE", str(tmp_path / "empty-model-cache"))
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(exchange("We always squash-merge pull requests."))
+    result = cli("observe", "--once", str(transcript))
+    assert result.code == 0, result.err
+    assert "preparing the embedding model" in result.err and "once" in result.err
+    again = cli("observe", "--once", str(transcript))
+    assert "preparing" not in again.err

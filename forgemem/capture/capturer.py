@@ -74,7 +74,8 @@ class Capturer:
         from forgemem.recall.engine import RecallEngine
 
         self.workspace = workspace
-        self.engine = engine or RecallEngine(workspace)
+        # the engine says what it does once and slowly (preparing the embedding model) where the workspace speaks
+        self.engine = engine or RecallEngine(workspace, on_notice=workspace.on_notice)
         self.classifier = classifier or make_classifier(workspace)
         self._vectors: dict[str, object] = {}
         self._versions: tuple | None = None  # (snapshot, words of every version's text and quote -> id)
