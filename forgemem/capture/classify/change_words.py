@@ -12,23 +12,21 @@ import re
 
 from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
 
-#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
-#: ("poetry is out, it's uv now"): it says so ...
+#: a sentence that says a choice changed ("poetry is out, it's uv now"): one the heads find not durable enough is
+#: still a memory when it replaces a rule the store holds (`offline.CHANGE_OF_MIND_FLOOR`)
 _CHANGE_WORDS = re.compile(
     r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
-    r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i said|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
-
-
+    r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
+    r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
 #: words that take back what was said before, and how close (cosine) the rule taken back must be
-_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|everything i said)|on second thought|"
-                       r"(?:i |we )?changed (?:my|our) mind|actually,? no\b|no wait|never ?mind (?:that|what i said)|"
-                       r"i take (?:that|it) back)", re.I)
-
-
+_RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|"
+                       r"everything i said)|on second thought|(?:i |we )?changed (?:my|our) mind|actually,? no\b|"
+                       r"no wait|never ?mind (?:that|what i said)|i take (?:that|it) back)", re.I)
 RETRACTED_AT = 0.35
 
 
+#: the old choice dropped by name: "scratch GORM", "we moved off wandb", "yarn is out", "no fix prefix anymore"
 _DROPPED = re.compile(
     r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
     r"(?:gone|went|going|gotten|got) off|"
@@ -37,17 +35,11 @@ _DROPPED = re.compile(
     r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
     # "no fix/feat prefix anymore"
     r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b", re.I)
-
-
 _NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
-
-
 #: words before "goes away" / "was a mistake" that are not what goes ("the dataclass stuff goes away")
 _NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really", "basically", "also", "all", "now",
                                "then", "totally", "tbh", "honestly", "probably", "entirely", "rule", "one", "bit",
                                "part", "thing", "things", "whole", "was", "is", "a", "an", "of", "in", "on", "for"}
-
-
 #: a sentence that only says an old choice goes ("putting the queue in redis was a mistake", "ignore what i said
 #: about only running the tests you touched", "the hand rolled dataclass stuff goes away"): no rule of its own,
 #: it tells which memory the rule said next to it replaces
@@ -60,8 +52,6 @@ _GOES = re.compile(
     # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
     r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
     re.I)
-
-
 #: ... unless it also says what comes instead
 _SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"
                            r"always|never|prefer|should|must|moves? to|back to)\b", re.I)

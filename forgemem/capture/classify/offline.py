@@ -186,10 +186,10 @@ class OfflineClassifier:
         return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
 
 
-#: ... the heads give it at least this probability, and the relation model says it replaces a memory this surely
+#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
+#: ("poetry is out, it's uv now"): it says so (`change_words._CHANGE_WORDS`), the heads give it at least this
+#: probability, and the relation model says it replaces a memory this surely
 CHANGE_OF_MIND_FLOOR = 0.10
-
-
 CHANGE_OF_MIND_AT = 0.5
 
 
@@ -203,8 +203,6 @@ def _may_change_mind(unit: str, durable: float) -> bool:
 #: one ("Okay.", "Sure thing.") is read as it. Their vectors differ enough to move the odds of the rule after them:
 #: "never commit straight to main" 0.45 after "Done.", 0.25 after "Okay.".
 _ACKNOWLEDGMENT = "Done."
-
-
 _ACKNOWLEDGES = re.compile(r"^\W*(?:(?:ok(?:ay)?|sure(?: thing)?|done|noted|got it|will do|understood|yes|yep|"
                            r"alright|all right|sounds good|great|perfect|certainly|of course|right|k|cool|"
                            r"no problem)\W*)+$", re.I)
@@ -217,34 +215,22 @@ def _as_trained(agent_turn: str) -> str:
 
 
 _WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
-
-
 CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
-
-
 #: what a correction of the agent's work sounds like
 _REACTS = re.compile(
     r"^(?:no|nope|wrong|not quite|not like that|that's (?:the )?(?:wrong|not|incorrect)|that is|don't|do not|stop|"
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put|keep|kept|did)\b|\bwhy did you\b|\bdon'?t\b|\bnever\b|\bagain\b", re.I)
-
-
 #: how a reaction to the agent's work opens
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
-
-
 CORRECTION_MARGIN = 0.15
-
-
 #: the agent asks about the person: their system, tools, place or habits ("Are you on Windows?")
 _ASKS_ABOUT_THEM = re.compile(
     r"\b(?:are|do|did|have|were) you (?:on|using|running|use|still on|based|in|working (?:on|in|from))\b.*\?\s*$|"
     r"\b(?:which|what) (?:os|operating system|editor|ide|shell|terminal|platform|machine|time ?zone|distro|"
     r"version of \w+) (?:are|do|is) (?:you|your)\b.*\?\s*$|\byour (?:os|editor|shell|setup|machine|platform|"
     r"time ?zone)\b.*\?\s*$", re.I)
-
-
 _YES_NO = re.compile(r"^\W*(?:yes|yeah|yep|yup|ya|no|nope|nah|correct|right|indeed)\b[\s,.!:;-]*", re.I)
 
 
@@ -279,41 +265,27 @@ _RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|(?:every|each)
                      r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these|after every \w+|"
                      r"same (?:thing|mistake|issue) (?:again|as|in)|in the last (?:\w+ )?(?:prs|pull requests|"
                      r"sessions|times|commits))\b", re.I)
-
-
 #: ... the heads' least probability for it; lower for a correction said whole (that it recurs, then what to do)
 RECURRING_AT = 0.15
-
-
 #: an instruction against what the agent did ("dont silence it", "%w not %v", "only touch the lines …")
 _CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no more|only|should(?:n't| not)?|"
                          r"is (?:enough|plenty|fine))\b|^\S+ not \S+", re.I)
-
-
 #: pointing at the work the agent just did
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
-
-
 #: a fact about the person is said in the first person
 #: a fact about the person has them as its subject or owner ("I'm on WSL", "my editor is vim"); "ask me first"
 #: is how they want to be worked with, a preference
 _PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|mi|je|j'|mon|ma|sou|eu|io|sono|"
                        r"ik|mijn)\b", re.I)
-
-
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
-
-
 #: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
 #: a unit that only says the mind changed ("hmm wait actually no.") belongs with what follows it
 _MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
                         r"forget (?:that|it)|never ?mind|on second thought|changed my mind)\b)+\W*$", re.I)
-
-
 _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b|"
                     r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
@@ -402,8 +374,6 @@ def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> li
 _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fix|change|update|run)\b.*"
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
-
-
 #: "thats how we do it everywhere": says the sentence before it is the rule
 _SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b", re.I)
 
@@ -438,16 +408,12 @@ def _proposal_of(agent_text: str) -> str:
 _CONFIRMATION = re.compile(
     r"^(?:yes|yep|yeah|yup|sure|ok|okay|sounds good|do it|go ahead|let's do (?:it|that)|agreed|perfect|exactly|"
     r"please do|go for it|correct|right|ja|sí|si|oui|d'accord)\b", re.I)
-
-
 #: the agent offers (rather than reports): "I can …", "I'd suggest …", "want me to …", "how about …"
 _OFFER = re.compile(r"^suggest|\bsuggest(?:ing)? (?:we|making|that|to)\b|\bmy recommendation\b|"
                     r"\bi(?:'d| would) (?:add|make|use|set|go with|switch|keep|move|put)\b|"
                     r"\b(?:i (?:can|could|would|'d) (?:suggest|propose|recommend|also)?|i suggest|i propose|"
                     r"i recommend|want me to|shall i|should i|would you like|do you want|how about|what about|"
                     r"let's|we could|we should|my suggestion|i'd make)\b", re.I)
-
-
 #: the agent proposed a standing rule, not a one-off step
 _PROPOSES_RULE = re.compile(
     r"\bfrom now on\b|\bgoing forward\b|\b(?:the )?(?:standard|default|convention|rule)\b|\bin (?:the )?future\b|"
