@@ -207,6 +207,15 @@ def model_cache(tmp_path_factory):
     folder = os.environ.get("FORGEMEM_TEST_MODEL_CACHE") or str(tmp_path_factory.mktemp("models"))
     old = os.environ.get("FORGEMEM_MODEL_CACHE")
     os.environ["FORGEMEM_MODEL_CACHE"] = folder
+    if not any(Path(folder).iterdir()):
+        # exported now, not by whichever test first loads the model: that one would also hear "preparing the
+        # embedding model … (once)" on stderr, which only a test of that message should
+        from forgemem.index.embedding import EmbeddingUnavailable, load_embedder
+
+        try:
+            load_embedder("")
+        except EmbeddingUnavailable:
+            pass  # no model here: the tests that need one say so themselves
     yield Path(folder)
     if old is None:
         os.environ.pop("FORGEMEM_MODEL_CACHE", None)
