@@ -371,7 +371,6 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
-
                    r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
                    r"read|found|recogni[sz]ed|triggered|called)\b",
                    r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b",

@@ -62,6 +62,7 @@ class OfflineClassifier:
         found: list[tuple[str, Turn, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
         joined_from: dict[str, list[str]] = {}  # a correction said over several sentences: its sentences
         restated: set[str] = set()  # said right after a rule the person took back ("… wait no. anyhow only in …")
+        recurring: set[int] = set()  # turns that complain the agent does it again, after its turn
         before, agent, chars = "", False, 0
         for turn in batch.context:
             before, agent = turn.text, turn.role != "user"
@@ -71,7 +72,10 @@ class OfflineClassifier:
                 continue
             chars += len(turn.text)
             pieces = _merge_fragments(_taken_back(units(turn.text), restated))
-            for unit in _merge_correction(pieces, joined_from) if agent and _RECURS.search(turn.text) else pieces:
+            if agent and _RECURS.search(turn.text):
+                recurring.add(id(turn))
+                pieces = _merge_correction(pieces, joined_from)
+            for unit in pieces:
                 found.append((unit, turn, before, agent))
             before, agent = turn.text, False
         if not found:
@@ -87,13 +91,11 @@ class OfflineClassifier:
                    for (_, _, before, agent), confirm in zip(found, confirms, strict=True)]
         decisions = decide(feature_matrix(judged, embedder, befores), kind, judged)
         said, drop_only = _change_context(found, decisions)
-        first_of: dict[int, str] = {}
-        for unit, turn, *_ in found:
-            first_of.setdefault(id(turn), unit)
         proposals: list[Proposal] = []
         for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
                 zip(found, confirms, decisions, strict=True)):
-            question = _question_about_them(before) if agent and unit == first_of[id(turn)] else ""
+            first = i == 0 or found[i - 1][1] is not turn  # the turn's first sentence: an answer starts there
+            question = _question_about_them(before) if agent and first else ""
             answers = bool(question)
             if agent and _CONFIRMATION.match(unit) and not confirm and not answers:
                 continue  # yes to a one-off step: nothing lasting was decided
@@ -107,7 +109,7 @@ class OfflineClassifier:
             if fact and not decision.is_durable and decision.durable >= STANDING_AT:
                 # "Are you on Windows?" - "yeah windows 11 + wsl2": the person's answer about themselves is a fact
                 decision = replace(decision, is_durable=True)
-            if (not decision.is_durable and agent and _RECURS.search(turn.text)
+            if (not decision.is_durable and id(turn) in recurring
                     and decision.durable >= (RECURRING_AT if unit in joined_from else STANDING_AT)
                     and (_REACTION.match(unit) or _CORRECTIVE.search(unit)) and not never_durable(unit)):
                 # "you did the # type: ignore thing again. fix the actual type, dont silence it": a reaction to a
