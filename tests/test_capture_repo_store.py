@@ -83,3 +83,18 @@ def test_a_forge_folder_that_is_not_a_store_is_left_alone(cli, git_repo, tmp_pat
     transcript.write_text(session("never use npm in this repository, it's pnpm only"))
     assert cli("observe", "--once", "--final", str(transcript)).code == 0
     assert sorted(p.name for p in (git_repo / ".forge").iterdir()) == ["notes.txt"]
+
+
+def test_the_repository_state_takes_over_only_the_transcripts_it_watches(tmp_path):
+    """A folder target takes over the files under it, compared as text: "_" in its name matches only "_"."""
+    from forgemem.capture.state import ObserverState
+
+    user = ObserverState(tmp_path / "user" / "observer.sqlite")
+    watched, sibling = tmp_path / "my_sessions", tmp_path / "myXsessions"
+    for path in (watched / "a.jsonl", sibling / "b.jsonl"):
+        user.connection.execute("INSERT INTO transcripts (path, format, offset) VALUES (?, 'jsonl', 42)", (str(path),))
+    repo = ObserverState(tmp_path / "repo" / "observer.sqlite")
+    assert repo.adopt(user.path, [watched]) == 1
+    assert [row["path"] for row in repo.transcripts()] == [str(watched / "a.jsonl")]
+    assert repo.transcripts()[0]["offset"] == 42
+    assert repo.adopt(user.path, [sibling]) == 0  # only into a state that knows no transcript yet

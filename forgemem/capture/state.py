@@ -220,14 +220,19 @@ class ObserverState:
         repository's first capture keeps its state in the user's cache (the repository's store did not exist
         yet), and the next run, in the repository's cache, goes on from there instead of reading it all again.
         Only into a state that knows no transcript yet; returns how many transcripts were taken over."""
-        if not other.is_file() or other.resolve() == self.path.resolve():
-            return 0
-        match = " OR ".join("path = ? OR path LIKE ?" for _ in targets)
-        args = [v for t in targets for v in (str(t), str(t).rstrip("/") + "/%")]
-
         conn = self.connection
+        if not targets or not other.is_file() or other.resolve() == self.path.resolve():
+            return 0
+        if self._retry(lambda: conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone()):
+            return 0
+        # a target file, or a file under a target folder (compared as text: "_" and "%" in a path are not wildcards)
+        match = " OR ".join("path = ? OR substr(path, 1, ?) = ?" for _ in targets)
+        args: list[str | int] = []
+        for target in targets:
+            folder = str(target).rstrip("/") + "/"
+            args += [str(target), len(folder), folder]
 
-        def work() -> int:
+        def work() -> int:  # checked again under the write lock: another observer may have read meanwhile
             if conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone():
                 return 0
             for table in ("transcripts", "arc", "passes"):
@@ -238,8 +243,6 @@ class ObserverState:
                              f"FROM other.{table} WHERE {match}", args)
             return conn.execute("SELECT COUNT(*) FROM transcripts").fetchone()[0]
 
-        if not targets or self._retry(lambda: conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone()):
-            return 0
         try:
             conn.execute("ATTACH DATABASE ? AS other", (str(other),))  # not inside a transaction
         except sqlite3.Error:
