@@ -13,7 +13,7 @@ from rich.markup import escape
 from forgemem.cli.app import JSON_OPTION, _engine, _refresh, app, emit_json, err, out, state, warn
 from forgemem.cli.output import printer
 from forgemem.errors import EXIT_PROBLEMS, ForgememError, UsageError, require_choice
-from forgemem.recall.command import MAX_HOPS, SCOPE_CHOICES, recall_request, show_answer, unreadable_note
+from forgemem.recall.command import MAX_HOPS, SCOPE_CHOICES, json_text, recall_request, show_answer, unreadable_note
 from forgemem.store.model import CATEGORIES, one_line, short
 from forgemem.views import conflicts_json
 
@@ -93,7 +93,7 @@ def recall(
     for item, hits in zip(batch, answer["results"], strict=True):
         line = {"id": item.get("id"), "floor": floor, "results": hits,
                 **({"deep": deeper.pop(0)} if deeper else {})}
-        sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(line) + "\n")
 
 
 def _ask_for_candidates(request: dict, candidates: int) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from forgemem.config import FORGE_DIR, MEMORY_DIR
 from forgemem.errors import Problem, UsageError
 from forgemem.git.run import GIT, git, git_argv  # noqa: F401 - the way forgemem runs git (curate uses it too)
-from forgemem.store.model import PROPOSED, Memory, one_line, short, short_ids
+from forgemem.store.model import PROPOSED, Memory, one_line, short, short_ids, visible_controls
 
 WORKTREE, INDEX = "worktree", "index"
 
@@ -367,7 +367,7 @@ def render_markdown(result: Review) -> str:
             lines += ["", *_stale_markdown(result, s)[:-1]]
         if result.personal:
             lines += ["", *personal_markdown(result.personal)]
-        return "\n".join(lines).rstrip() + "\n"
+        return visible_controls("\n".join(lines).rstrip() + "\n")
     summary = ", ".join(counts)
     if result.conflicts_created:
         summary += f", **{len(result.conflicts_created)} conflict(s) created**"
@@ -430,7 +430,7 @@ def render_markdown(result: Review) -> str:
     lines += _stale_markdown(result, s)
     if result.personal:
         lines += personal_markdown(result.personal)
-    return "\n".join(lines).rstrip() + "\n"
+    return visible_controls("\n".join(lines).rstrip() + "\n")
 
 
 def _stale_markdown(result: Review, s) -> list[str]:
@@ -460,4 +460,5 @@ def personal_markdown(memories: list[Memory]) -> list[str]:
 
 def render_personal(memories: list[Memory]) -> str:
     """`forgemem review` outside a git repository: the personal proposals alone."""
-    return "\n".join(["### forgemem review: your personal store", "", *personal_markdown(memories)]).rstrip() + "\n"
+    text = "\n".join(["### forgemem review: your personal store", "", *personal_markdown(memories)]).rstrip() + "\n"
+    return visible_controls(text)

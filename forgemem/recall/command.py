@@ -14,16 +14,18 @@ does not serve, an error), it says no and the client runs the full command inste
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from forgemem.environment import command_environment, embeddings_disabled
 from forgemem.recall.protocol import MAX_HOPS, MAX_K, BadRequest, Request, store_dirs
-from forgemem.store.model import CATEGORIES, PROPOSED, short
+from forgemem.store.model import CATEGORIES, PROPOSED, short, visible_controls
 
 #: what `recall --scope` accepts (the command and the server check it; `MAX_HOPS` bounds `--hops`)
 SCOPE_CHOICES = ("repo", "user", "all")
@@ -36,10 +38,22 @@ TERMINAL_VARIABLES = ("TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPA
 def new_console(**options: Any):
     """A rich console that prints as the CLI's do (`forgemem.cli.output`), and so the server's copies of a
     client's terminal: markup, no guessed highlights, lines as long as they are, memory text as written
-    (`:100:` is no emoji)."""
+    (`:100:` is no emoji), control characters shown as `\\xNN`."""
+    return _plain_text_console()(highlight=False, soft_wrap=True, emoji=False, **options)
+
+
+@functools.cache
+def _plain_text_console() -> type:
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True, emoji=False, **options)
+    class PlainTextConsole(Console):
+        """Prints every string (a line, a table cell) with its control characters shown as `\\xNN`: a
+        memory file from a cloned repository cannot send an escape sequence to the terminal."""
+
+        def render_str(self, text: str, **kwargs: Any):
+            return super().render_str(visible_controls(text), **kwargs)
+
+    return PlainTextConsole
 
 
 @dataclass
@@ -56,7 +70,16 @@ class Printer:
         self.err.print(f"forgemem: {escape(message)}")
 
     def json(self, data: Any) -> None:
-        self.out.file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        self.out.file.write(json_text(data, indent=2) + "\n")
+
+
+_C1 = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(data: Any, indent: int | None = None) -> str:
+    """JSON as the CLI prints it: non-ASCII text as is, every control character escaped (json escapes
+    C0 itself; DEL and C1, which a terminal may read as an escape, become `\\u00NN` here)."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, indent=indent, ensure_ascii=False))
 
 
 def style_scope(scope: str) -> str:

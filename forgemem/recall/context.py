@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from forgemem.store.model import PROPOSED, short, short_ids
+from forgemem.store.model import PROPOSED, short, short_ids, visible_controls
 
 DEFAULT_BUDGET = 1500
 OPEN, CLOSE = "<forgemem-context>", "</forgemem-context>"
@@ -99,13 +99,15 @@ _TAG = re.compile(
 def fence_safe(text: str) -> str:
     """Memory text made safe to put inside the block, on one line.
 
-    Invisible format characters (zero-width, bidi controls) are dropped and
-    look-alike characters folded (NFKC: fullwidth `＜` is `<`) before tags are
-    looked for; in a closing tag or a fence-like opening tag the angle
-    brackets become `‹ ›`. Ordinary text (`Vec<u8>`, `a < b`) is kept.
+    Invisible format characters (zero-width, bidi controls) are dropped, other
+    control characters shown as `\\xNN` (an escape sequence in a cloned memory
+    file reaches no terminal), and look-alike characters folded (NFKC: fullwidth
+    `＜` is `<`) before tags are looked for; in a closing tag or a fence-like
+    opening tag the angle brackets become `‹ ›`. Ordinary text (`Vec<u8>`,
+    `a < b`) is kept.
     """
     visible = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    folded = unicodedata.normalize("NFKC", " ".join(visible.split()))
+    folded = unicodedata.normalize("NFKC", visible_controls(" ".join(visible.split())))
     return _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), folded)
 
 

@@ -83,6 +83,28 @@ def normalize_body(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
+# A terminal escape sequence (CSI "ESC [ … final", OSC "ESC ] … BEL or ESC \\", a two-character
+# escape), then any other C0 or C1 control character but tab and newline, and DEL.
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def without_controls(text: str) -> str:
+    """The text without terminal escape sequences and control characters (tab and newline stay; a
+    carriage return becomes a newline): what forgemem writes into a new memory. Pasted terminal output
+    keeps its words and loses its colours; nothing in a memory can set a title or move a cursor."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
+def visible_controls(text: str) -> str:
+    """The text with each control character but tab and newline shown as `\\xNN`: how forgemem prints
+    text it did not write (a hand-made or cloned memory file) to a terminal or an agent's context."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 @dataclass(frozen=True)
 class Relation:
     """A typed edge from one memory to another (`related` in the file)."""

@@ -32,7 +32,7 @@ from forgemem.config import user_cache_dir
 from forgemem.errors import ForgememError, UsageError
 from forgemem.permissions import PRIVATE_FILE, private_dir
 from forgemem.store.folder import Store
-from forgemem.store.model import Memory, Relation, Source, new_id, normalize_body, utc_now
+from forgemem.store.model import Memory, Relation, Source, new_id, normalize_body, utc_now, without_controls
 
 LOCK_NAME = "memory.lock"
 LOCK_TIMEOUT = 60.0  # seconds a writer waits for another one before it gives up
@@ -151,6 +151,17 @@ def recent_twin(store: Store, memory: Memory, folder: Path, prefix: str) -> Memo
     return None
 
 
+def plain_value(value):
+    """A front-matter value (a string, or strings in lists and mappings) without control characters."""
+    if isinstance(value, str):
+        return without_controls(value)
+    if isinstance(value, list):
+        return [plain_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain_value(item) for key, item in value.items()}
+    return value
+
+
 def compose(text: str, *, scope: str, category: str, tags: Iterable[str], old: list[Memory],
             related: list[Relation], trigger: str, session_id: str | None, confidence: float | None,
             source: Source | str | dict | None, status: str | None) -> tuple[Memory, list[str]]:
@@ -161,7 +172,7 @@ def compose(text: str, *, scope: str, category: str, tags: Iterable[str], old: l
     from forgemem.store.redact import redact, redact_value
 
     text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates in a file
-    body, found = redact(normalize_body(text))
+    body, found = redact(normalize_body(without_controls(text)))
     if not body:
         raise UsageError("the memory text is empty")
     now = utc_now()
@@ -174,7 +185,7 @@ def compose(text: str, *, scope: str, category: str, tags: Iterable[str], old: l
             raise UsageError(f"confidence must be from 0 to 1, not {confidence}")
         extra["confidence"] = confidence
     if source is not None:  # a Source, or a front-matter value (a string or a mapping) written as given
-        value, source_found = redact_value(source.front_matter() if isinstance(source, Source) else source)
+        value, source_found = redact_value(plain_value(source.front_matter() if isinstance(source, Source) else source))
         found = found + source_found
         extra["source"] = value
     if status is not None:

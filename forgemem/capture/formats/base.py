@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from forgemem.store.model import without_controls
+
 HUMAN, ASSISTANT = "user", "assistant"
 
 
@@ -214,13 +216,14 @@ class Builder:
         self.events: list[Event] = []
 
     def human(self, text: str, timestamp: str | None, line: int, byte_start: int, byte_end: int) -> None:
-        if not isinstance(text, str) or not text:
+        text = without_controls(text).strip() if isinstance(text, str) else ""
+        if not text:
             return
         self.flush()
         self._emit(HUMAN, text[:MAX_TURN_TEXT], timestamp, line, line, byte_start, byte_end)
 
     def assistant(self, text: str, timestamp: str | None, line: int, byte_start: int, byte_end: int) -> None:
-        text = text.strip() if isinstance(text, str) else ""
+        text = without_controls(text).strip() if isinstance(text, str) else ""
         if not text:
             return
         pending = self.state.get("pending")
