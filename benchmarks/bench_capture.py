@@ -307,6 +307,9 @@ SETS = (
     ("v2 dev 5", "capture_v2_dev5.yaml", "written 2026-11-26 by a writer who saw neither the classifier nor the"
      " other sets, on detection (rules without marker words, rule-like one-offs); first measured before any change,"
      " then read and tuned on"),
+    ("v2 dev 6", "capture_v2_dev6.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, on changes of mind in people's words and long mixed sessions; first measured before any change,"
+     " then read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

@@ -18,7 +18,8 @@ _CHANGE_WORDS = re.compile(
     r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
     r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
-    r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward)\b", re.I)
+    r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
+    r"get(?:ting)? rid of|got rid of)\b", re.I)
 #: words that take back what was said before, and how close (cosine) the rule taken back must be
 _RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|"
                        r"everything i said)|on second thought|(?:i |we )?changed (?:my|our) mind|actually,? no\b|"
@@ -33,6 +34,8 @@ _DROPPED = re.compile(
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
     r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
+    # "rip black out of pre-commit"
+    r"|\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:the |our )?`?([\w.+-]{3,})`? out\b"
     # "no fix/feat prefix anymore"
     r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b", re.I)
 _NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
@@ -49,6 +52,8 @@ _GOES = re.compile(
     r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
     r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
     r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
+    r"\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:[\w.+-]+ ){1,2}out\b|\brip(?:ped|ping)? out\b|"
+    r"\b(?:get|getting|got) rid of\b|"
     # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
     r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
     re.I)

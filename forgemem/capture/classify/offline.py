@@ -56,6 +56,7 @@ class OfflineClassifier:
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
+        from forgemem.capture.classify.scope import PERSONAL_AT
         from forgemem.capture.classify.scope import scope_for as learned_scope
         from forgemem.capture.classify.units import units
 
@@ -97,8 +98,10 @@ class OfflineClassifier:
             first = i == 0 or found[i - 1][1] is not turn  # the turn's first sentence: an answer starts there
             question = _question_about_them(before) if agent and first else ""
             answers = bool(question)
-            if agent and _CONFIRMATION.match(unit) and not confirm and not answers:
-                continue  # yes to a one-off step: nothing lasting was decided
+            if (agent and _CONFIRMATION.match(unit) and not confirm and not answers and said[i] == unit
+                    and not (decision.is_durable and len(_CONFIRMATION.sub("", unit, count=1).split()) >= 4)):
+                continue  # yes to a one-off step: nothing lasting was decided ("ok poetry is dead to me. uv for
+                # everything from now on" says more than yes, and so does "yeah, ruff format only. rip black out")
             if drop_only[i]:
                 continue  # "redis was a mistake": the rule said next to it replaces that memory (its context)
             changes_mind = False
@@ -159,7 +162,10 @@ class OfflineClassifier:
                 # (a change of mind about a personal preference stays personal), but a project
                 # decision or convention never moves into the user store
                 other = "user" if scope == "repo" else "repo"
-                if other == "repo" or category not in ("project-conventions", "architectural-decisions"):
+                if (other == "repo" or category not in ("project-conventions", "architectural-decisions")
+                        or (why_scope == "project knowledge" and decision.user_p >= PERSONAL_AT)):
+                    # (a convention said with no word of where, that the scope head finds personal, may change a
+                    # personal preference: "ok poetry is dead to me. uv for everything from now on")
                     again = relate_to(text, said[i], category, other, nearest)
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
@@ -382,13 +388,15 @@ _SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\
 
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
+    last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
     for unit in units:
-        if merged and (_MIND_ONLY.match(merged[-1]) or (_DROPS.search(merged[-1]) and not _DROPS.search(unit))
+        if merged and (_MIND_ONLY.match(last) or (_DROPS.search(last) and not _DROPS.search(unit))
                        or (_POINTS_BACK.search(unit) and not _APPLIES_TO_A_FILE.search(unit))
                        or _SAYS_SO_BACK.match(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
             merged.append(unit)
+        last = unit
     return merged
 
 

@@ -53,6 +53,8 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
 #: 0.6 until the heads were retrained with capture_extra4.jsonl, whose style rules score lower: at 0.45 the
 #: corpus TEST split's scope accuracy is 0.957 (0.935 at 0.6), no labelled session set loses a memory
 SURE_OF_STYLE = 0.45
+#: the scope head's probability of the user store above which a statement with no cue is personal
+PERSONAL_AT = 0.6
 
 
 def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
@@ -80,6 +82,6 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
         # clearly a style rule, said with no word about this repository: the person's (one said "for this
         # repo" is a project convention, and a cue or the repository's own paths decided it above)
         return "user", "personal style"
-    if user_p >= 0.6:
+    if user_p >= PERSONAL_AT:
         return "user", "personal style"
     return "repo", "unsure: the repo, where git review sees it"

@@ -28,7 +28,8 @@ def units(text: str) -> list[str]:
     for line in text.splitlines():
         if _LOGGY.match(line) or line.startswith(">") or line.count("  ") > 3:
             continue
-        for piece in (chunk for sentence in _SENTENCE_END.split(line) for chunk in _cut(sentence)):
+        for piece in (chunk for sentence in _SENTENCE_END.split(line) for part in _rule_then_task(sentence)
+                      for chunk in _cut(part)):
             piece = piece.strip(" -*•\t")
             if piece and re.search(r"[^\W\d_]", piece):
                 found.append(piece)
@@ -36,6 +37,22 @@ def units(text: str) -> list[str]:
         # a fragment of one or two words ("ok.", "thanks!") is not a unit of its own
         found = [f for f in found if len(f.split()) >= 3] or found[:1]
     return found
+
+
+#: a rule that ends on its standing words, then the task it starts ("uv for everything from now on, convert this
+#: pyproject and delete poetry.lock"): two units, so the task's paths decide neither the rule's scope nor its text
+_ENDS_STANDING = re.compile(r"\w+\W+\w+\W+.*\b(?:from now on|going forward|for everything|from here on|everywhere|"
+                            r"by default)$", re.I)
+_THEN_TASK = re.compile(r",\s+(?=(?:now |then |so |pls |please )?(?:convert|delete|remove|add|fix|update|rename|run|"
+                        r"make|create|write|move|change|set|bump|rip|drop|migrate|port|redo|rerun|reformat|"
+                        r"regenerate|clean|commit|push|open)\b)", re.I)
+
+
+def _rule_then_task(sentence: str) -> list[str]:
+    for match in _THEN_TASK.finditer(sentence):
+        if _ENDS_STANDING.search(sentence[:match.start()]):
+            return [sentence[:match.start()], sentence[match.end():]]
+    return [sentence]
 
 
 _CLAUSE_END = re.compile(r"(?<=,)\s+|\s+(?=(?:and|but|so|also|plus)\s)", re.I)
