@@ -54,6 +54,9 @@ _GOES = re.compile(
     r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
     r"\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:[\w.+-]+ ){1,2}out\b|\brip(?:ped|ping)? out\b|"
     r"\b(?:get|getting|got) rid of\b|"
+    # the old choice found wanting: "120 was too wide", "poetry was way too slow"
+    r"\b(?:was|were) (?:way |much |a bit |just |also )?too (?:wide|narrow|slow|strict|loose|noisy|long|short|big|"
+    r"small|much|heavy|verbose|flaky)\b|"
     # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
     r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
     re.I)
@@ -81,7 +84,7 @@ def dropped_names(said: str) -> set[str]:
 
 def _names_in(text: str, names: set[str]) -> bool:
     """Whether the text names one of `names` (a plural or singular form counts: "dataclasses", "dataclass")."""
-    words = set(re.findall(r"[\w.+-]+", text.lower()))
+    words = {w.strip(".") for w in re.findall(r"[\w.+-]+", text.lower())}  # "… to vitest." names vitest
     words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-2] for w in words if w.endswith("es")}
     return bool(names & words)
 
@@ -89,3 +92,17 @@ def _names_in(text: str, names: set[str]) -> bool:
 #: a word of change in what was said (the relation model's change wording, weak ones included)
 _SAYS_A_CHANGE = re.compile(f"{_CHANGE.pattern}|{_CHANGE_WEAK.pattern}|{_RETRACTS.pattern}|{_CHANGE_WORDS.pattern}",
                             re.I)
+
+
+#: the person's own question that proposes a change: "can we just use node:test", "should we switch to ruff?"
+_ASKS_TO_USE = re.compile(r"^\W*(?:\w+\W+){0,3}?(?:can|could|should|shall) we (?:just |maybe |not |simply )?"
+                          r"((?:use|switch to|move to|go with|go back to|try) [^?]{2,80}?)\s*\??$"
+                          r"|^\W*(?:\w+\W+){0,2}?why not (?:just )?((?:use|switch to|move to|go with) [^?]{2,80}?)\s*\??$",
+                          re.I)
+
+
+def asked_to_use(sentence: str) -> str:
+    """What the person's question proposes, as a statement: "so … can we just use node:test" -> "use node:test";
+    "" when it proposes nothing. Said "yes" to after the agent weighed it, it is their change of mind."""
+    match = _ASKS_TO_USE.search(sentence.strip())
+    return next((g for g in match.groups() if g), "") if match else ""

@@ -20,6 +20,7 @@ from forgemem.capture.classify.change_words import (
     _SAYS_THE_NEW,
     RETRACTED_AT,
     _names_in,
+    asked_to_use,
     dropped_names,
 )
 from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _quote, _similarity
@@ -65,8 +66,10 @@ class OfflineClassifier:
         restated: set[str] = set()  # said right after a rule the person took back ("… wait no. anyhow only in …")
         recurring: set[int] = set()  # turns that complain the agent does it again, after its turn
         before, agent, chars = "", False, 0
+        asked, their_proposal = "", {}  # "can we just use node:test", and the yes said to it after the agent weighed it
         for turn in batch.context:
             before, agent = turn.text, turn.role != "user"
+            asked = "" if agent else _asked_in(units(turn.text))
         for turn in batch.turns:
             if turn.role != "user":
                 before, agent = turn.text, True
@@ -76,9 +79,11 @@ class OfflineClassifier:
             if agent and _RECURS.search(turn.text):
                 recurring.add(id(turn))
                 pieces = _merge_correction(pieces, joined_from)
+            if agent and asked and pieces and _CONFIRMATION.match(pieces[0]):
+                their_proposal[len(found)] = asked
             for unit in pieces:
                 found.append((unit, turn, before, agent))
-            before, agent = turn.text, False
+            before, agent, asked = turn.text, False, _asked_in(pieces)
         if not found:
             return Classification([], self.name, chars_sent=chars)
         embedder = self.embedder()
@@ -92,6 +97,8 @@ class OfflineClassifier:
                    for (_, _, before, agent), confirm in zip(found, confirms, strict=True)]
         decisions = decide(feature_matrix(judged, embedder, befores), kind, judged)
         said, drop_only = _change_context(found, decisions)
+        for i, statement in their_proposal.items():
+            said[i] = f"{statement}. {said[i]}"  # "yes convert, drop vitest" says yes to "use node:test"
         proposals: list[Proposal] = []
         for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
                 zip(found, confirms, decisions, strict=True)):
@@ -146,6 +153,8 @@ class OfflineClassifier:
             if fact:
                 # what the person said of themselves, asked by the agent: a fact about them, stated in full
                 text, category, scope, why_scope = fact, "user-facts", "user", "the person's answer about themselves"
+            elif i in their_proposal:  # what they asked for and said yes to: "use node:test"
+                text = rule_form(their_proposal[i], category=category, scope=scope)
             elif unit in joined_from:  # each sentence of the correction in rule form, in one memory
                 text = ""
                 for piece in joined_from[unit]:
@@ -163,9 +172,11 @@ class OfflineClassifier:
                 # decision or convention never moves into the user store
                 other = "user" if scope == "repo" else "repo"
                 if (other == "repo" or category not in ("project-conventions", "architectural-decisions")
-                        or (why_scope == "project knowledge" and decision.user_p >= PERSONAL_AT)):
-                    # (a convention said with no word of where, that the scope head finds personal, may change a
-                    # personal preference: "ok poetry is dead to me. uv for everything from now on")
+                        or (why_scope == "project knowledge"
+                            and (decision.user_p >= PERSONAL_AT or said[i] != unit or _GOES.search(unit)))):
+                    # (a convention said with no word of where may change a personal preference when the scope
+                    # head finds it personal, "ok poetry is dead to me. uv for everything from now on", or when it
+                    # is said with what goes: "120 was too wide … lets do 100 as the max width")
                     again = relate_to(text, said[i], category, other, nearest)
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
@@ -204,7 +215,8 @@ CHANGE_OF_MIND_AT = 0.5
 def _may_change_mind(unit: str, durable: float) -> bool:
     from forgemem.capture.classify.learned import never_durable
 
-    return durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(unit)) and not never_durable(unit)
+    return (durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(unit) or _GOES.search(unit))
+            and not never_durable(unit))
 
 
 #: the acknowledgment the heads were trained with (`benchmarks/train_capture.py`'s AGENT_LINES): any other bare
@@ -386,6 +398,11 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
 _SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b", re.I)
 
 
+def _asked_in(units: list[str]) -> str:
+    """The change the person's question in these sentences proposes ("can we just use node:test"), or ""."""
+    return next((statement for statement in map(asked_to_use, units) if statement), "")
+
+
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
@@ -446,12 +463,14 @@ def relate_to(text: str, said: str, category: str, scope: str,
     candidates = [Candidate(n.memory.body, n.memory.category, n.memory.scope, n.similarity, n.memory.id)
                   for n in neighbours]
     relation, index, score = decide_relation(text, said, category, scope, candidates)
+    # the old choice dropped by name ("scratch GORM", "we moved off wandb") replaces the memory that names it
+    dropped = dropped_names(said)
+    named = [c for c in candidates if c.scope == scope and _names_in(c.text, dropped)]
+    if relation == "supersedes" and index is not None and candidates[index] in named:
+        return relation, candidates[index].id, max(score, 0.9)
+    if relation != "supersedes" and named:
+        return "supersedes", named[0].id, max(score, 0.9)
     if relation != "supersedes":
-        # the old choice dropped by name ("scratch GORM", "we moved off wandb") replaces the memory that names it
-        dropped = dropped_names(said)
-        for candidate in candidates:
-            if candidate.scope == scope and _names_in(candidate.text, dropped):
-                return "supersedes", candidate.id, max(score, 0.9)
         # "scratch that, …", "on second thought …": the closest rule on the subject is what is taken back
         near = [c for c in candidates if c.scope == scope and c.similarity >= RETRACTED_AT]
         if _RETRACTS.search(said) and near:

@@ -145,12 +145,14 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     # a tool of the same kind comes in while the old one goes: poetry -> uv, TSLint -> ESLint
     family_swap = any(_families([n]) & _families([o]) for n in added for o in gone)
     now = rule.numbers or new.numbers
-    number_change = bool(old.numbers) and bool(now) and not (old.numbers <= now)
+    change = bool(_CHANGE.search(spoken))
+    # an old number gone ("80 -> 120"), or a new one said with a word of change while the old is named as it goes
+    # ("forget the 80 col thing, 120 is fine")
+    number_change = bool(old.numbers) and bool(now) and (not old.numbers <= now or (change and bool(now - old.numbers)))
     subjects = old.subjects & new.subjects
     families = old_families & _families(new.names)
     union = old.content | new.content
     overlap = len(old.content & new.content) / len(union) if union else 0.0
-    change = bool(_CHANGE.search(spoken))
     polarity_flip = _negative(candidate.text) != _negative(new_text)
     subject = float(bool(subjects) or bool(shared) or overlap >= 0.25)
     swap = float(name_swap or family_swap or number_change or negated)

@@ -117,7 +117,7 @@ _SUBJECT_WORDS = {
     "notifications": "notification notifications push",
     "training": "training optimizer decay weight learning precision",
     "indent": "indent indentation indented tab tabs spaces space",
-    "line-length": "line length wrap wrapping characters chars",
+    "line-length": "line length wrap wrapping characters chars col cols max_width",
     "branch": "branch branches",
     "commit": "commit commits",
     "review": "review reviews approval approvals pr prs pull request requests merge merged merging",
