@@ -105,10 +105,13 @@ class OfflineClassifier:
             first = i == 0 or found[i - 1][1] is not turn  # the turn's first sentence: an answer starts there
             question = _question_about_them(before) if agent and first else ""
             answers = bool(question)
+            rest = _CONFIRMATION.sub("", unit, count=1)
             if (agent and _CONFIRMATION.match(unit) and not confirm and not answers and said[i] == unit
-                    and not (decision.is_durable and len(_CONFIRMATION.sub("", unit, count=1).split()) >= 4)):
+                    and not (decision.is_durable and len(rest.split()) >= 4)
+                    and not _may_change_mind(rest, decision.durable)):
                 continue  # yes to a one-off step: nothing lasting was decided ("ok poetry is dead to me. uv for
-                # everything from now on" says more than yes, and so does "yeah, ruff format only. rip black out")
+                # everything from now on" says more than yes, and so do "yeah, ruff format only. rip black out" and
+                # "ok switch to zap")
             if drop_only[i]:
                 continue  # "redis was a mistake": the rule said next to it replaces that memory (its context)
             changes_mind = False

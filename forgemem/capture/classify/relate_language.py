@@ -47,7 +47,8 @@ _REFINE = _any(
 )
 #: before an old name: "not npm", "moved off poetry", "instead of X", "von MySQL auf"
 _NEGATED_BEFORE = _any(
-    r"\bno longer(?: \w+)?$", r"\bnot(?: \w+)?$", r"\bno$", r"\boff$", r"\bfrom$", r"\binstead of$", r"\bover$",
+    r"\bno longer(?: \w+)?$", r"\bnot(?: \w+)?$", r"\b(?:can't|cant|cannot|won't|wont|shouldn't|"
+    r"shouldnt|mustn't)(?: \w+)?$", r"\bno$", r"\boff$", r"\bfrom$", r"\binstead of$", r"\bover$",
     r"\brather than$", r"\breplac\w*$", r"\bditch\w*$", r"\bdrop\w*$", r"\bleft$", r"\bleave$", r"\baway from$",
     r"\bout$", r"\bremov\w*$", r"\bforget(?: \w+)?$", r"\bscratch(?: the)?$", r"\bscrap(?: the)?$",
     r"\bwrong about$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*$",
