@@ -78,6 +78,7 @@ def test_just_meaning_only_stays():
         ("I'm a backend developer and I mostly write Go",
          "The user is a backend developer and the user mostly writes Go."),
         ("i work on windows w/o admin rights", "The user works on windows without admin rights."),
+        ("i cant read sql in lowercase", "The user cannot read sql in lowercase."),
     ],
 )
 def test_first_person_becomes_the_user(sentence, expected):

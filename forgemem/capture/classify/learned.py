@@ -333,7 +333,9 @@ def generalises(sentence: str) -> bool:
 #: a remark on how things went, nothing to keep: "plan in CI shows no changes on all 4 envs, nice", "last change i
 #: promise", "the asking before every git status is getting old"
 _REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finally|phew|perfect)\s*[.!]*$",
-              r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b")
+              r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b",
+              # a greeting with a word of news: "hi, new repo for me."
+              r"^(?:hi|hey|hello|morning|good morning|yo)\b[\s,!.]*(?:[\w']+\W*){0,5}$")
 #: the system's behaviour, described ("the api always returns 500 on empty body"): a bug to look at, unless the
 #: sentence says what to do about it
 _DESCRIBES = _rx(r"\b(?:always|never|sometimes|randomly|still) (?:returns|fails|crashes|throws|errors|breaks|hangs|"
@@ -369,7 +371,8 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 #: a report that something is broken ("scripts/bootstrap.sh doesnt work for me", "getting this in prod logs"):
 #: a task to look into, unless the sentence also says what to do from now on
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
-                   r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging)\b",
+                   r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
+                   r"choking|blowing up|exploding)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
                    r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
                    r"read|found|recogni[sz]ed|triggered|called)\b",
@@ -378,7 +381,7 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"\b(?:gives?|gave|getting|got|throws?|threw|returns?|prints?|shows?|spits? out) (?:me |us )?"
                    r"(?:this|these|the following)\s*:?\s*$")
 _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
-                       r"mov(?:e|ed|ing)|replac\w+|migrat\w+)\b")
+                       r"mov(?:e|ed|ing)|replac\w+|migrat\w+ (?:to|from|off|away))\b")
 
 
 #: words that tie an instruction to the work at hand: it ends with it ("until this is merged, don't touch
@@ -402,6 +405,12 @@ _REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|can y
                r"mi serve|voglio|puoi|ik wil|kun je|kan je)\b")
 
 
+#: a request for something to be shown now ("give me the commands to set the env vars"), not said of every time
+_ASKS_FOR_OUTPUT = _rx(r"^(?:\W*(?!always\b|never\b|when\b|whenever\b)\w+\W+){0,2}?(?:give|show|send|tell|get|find) me "
+                       r"(?:the|a|an|all|some|that|those|these)\b")
+_EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by default)\b")
+
+
 def never_durable(sentence: str) -> bool:
     """A question (nothing decided yet), a clarification of the request at hand ("no, I mean …"), an
     instruction tied to the work at hand, or a request for a thing to be made, unless it also states a
@@ -418,6 +427,8 @@ def never_durable(sentence: str) -> bool:
     if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
+        return True
+    if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
         return True
     return bool(_ASKS.search(sentence.strip())) and not _STANDING.search(sentence)
 

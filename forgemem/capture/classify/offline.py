@@ -105,10 +105,10 @@ class OfflineClassifier:
             first = i == 0 or found[i - 1][1] is not turn  # the turn's first sentence: an answer starts there
             question = _question_about_them(before) if agent and first else ""
             answers = bool(question)
-            rest = _CONFIRMATION.sub("", unit, count=1)
+            rest = _CONFIRMATION.sub("", unit, count=1)  # what follows "ok": a change says more than "now"
             if (agent and _CONFIRMATION.match(unit) and not confirm and not answers and said[i] == unit
                     and not (decision.is_durable and len(rest.split()) >= 4)
-                    and not _may_change_mind(rest, decision.durable)):
+                    and not _may_change_mind(re.sub(r"\bnow\b", "", rest), decision.durable)):
                 continue  # yes to a one-off step: nothing lasting was decided ("ok poetry is dead to me. uv for
                 # everything from now on" says more than yes, and so do "yeah, ruff format only. rip black out" and
                 # "ok switch to zap")
@@ -398,7 +398,9 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b", re.I)
+_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b|"
+                           # "dont make me ask every time": the rule before it, insisted on
+                           r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
 
 
 def _asked_in(units: list[str]) -> str:

@@ -13,7 +13,9 @@ from forgemem.capture.classify.learned import _rx
 #: the person's own work, apart from this repository ("in my personal repos", "for my own stuff")
 _OWN_WORK = (r"\b(?:in|for|on|across) my (?:own |personal |side |other |private )(?:repos?|projects?|stuff|code|work)\b"
              # "in everything you write for me, not just this repo"
-             r"|\bnot (?:just|only) (?:in |for )?(?:this|the|our) (?:repo|repository|project|codebase)\b")
+             r"|\bnot (?:just|only) (?:in |for )?(?:this|the|our) (?:repo|repository|project|codebase)\b"
+             # "in everything i write i want full type hints"
+             r"|\b(?:in|for|across) (?:everything|anything|all(?: the code)?) i (?:write|do|build|make|touch|work on)\b")
 _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
@@ -45,7 +47,8 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"`(?:make|npm|pnpm|yarn|npx|cargo|go|poetry|uv|pip|pytest|just|docker|kubectl|terraform|"
                    r"gradle|\./)\b[^`]*`",
                    r"(?:^|\s)(?:\./|src/|lib/|tests?/|app/|packages/|docs/|scripts/|internal/|cmd/|\.github/)\S*",
-                   r"\bmake [a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
+                   r"\bmake (?!(?:me|it|sure|the|a|an|this|that|them|us|you|those|these|things?|everything|every|all|any|some|"
+                   r"one|more|less|its?|my|your|our|their|his|her|so|such|no|up|do)\b)[a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
 
 
 #: how sure the category head must be that a rule is personal style before, with no cue, it goes to the
@@ -72,6 +75,8 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
         if across := _ACROSS_PROJECTS.search(sentence):
             return "user", f"cue “{across.group(0)}”"
         return "repo", f"cue “{repo_cue.group(0)}” (over “{user_cue.group(0)}”)"
+    if user_cue and (across := _ACROSS_PROJECTS.search(sentence)):
+        return "user", f"cue “{across.group(0)}”"  # "in all my projects run `make check` first"
     if _REPO_THINGS.search(sentence):
         return "repo", "names the repository's paths or commands"
     if user_cue and not repo_cue:

@@ -66,7 +66,8 @@ def _third_person(verb: str) -> str:
     low = verb.lower()
     irregular = {"am": "is", "are": "is", "have": "has", "do": "does", "was": "was", "were": "was",
                  "can": "can", "will": "will", "would": "would", "should": "should", "must": "must",
-                 "could": "could", "might": "might", "may": "may", "shall": "shall", "need": "needs"}
+                 "could": "could", "might": "might", "may": "may", "shall": "shall", "need": "needs",
+                 "cannot": "cannot"}
     if low in irregular:
         return irregular[low]
     if low.endswith(("ed", "'t")) or low in ("used",):

@@ -1,0 +1,132 @@
+"""Changes of mind in the words people type: "ok poetry is dead to me", "forget the 80 col thing, 120 is
+fine", "can we just use node:test" … "yes convert, drop vitest"; and the one-off talk around them that is
+no memory ("give me the commands …", "migrate is dying", "hi, new repo for me").
+
+Each is run through the real capturer (offline classifier, MiniLM vectors, FAISS neighbours) against a
+store holding the memory the person changes their mind about.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from forgemem.capture.capturer import Capturer
+from forgemem.capture.classify import Batch
+from forgemem.capture.classify.change_words import asked_to_use
+from forgemem.capture.classify.learned import never_durable
+from forgemem.capture.classify.scope import scope_for
+from forgemem.capture.classify.units import units
+from forgemem.capture.transcripts import Turn
+from forgemem.recall.engine import RecallEngine
+
+from .test_capture_gates import _store_with
+
+
+def _conversation(workspace, embedder, *said: tuple[str, str]) -> list:
+    """Run one pass over (role, text) turns; the memories it wrote."""
+    turns = [Turn("g", n, role, text, None, "g", n + 1, n + 1, 0, 0) for n, (role, text) in enumerate(said)]
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=embedder))
+    return capturer.run(Batch(turns, "cadence", "g", "g")).written
+
+
+def _current(workspace, embedder) -> set[str]:
+    engine = RecallEngine(workspace, embedder=embedder)
+    return {m.id for m in engine.snapshot.graph.heads()}
+
+
+def test_ok_then_a_change_is_not_a_bare_yes_and_the_task_after_it_stays_out(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "The user prefers poetry for Python dependency management.", "user",
+                                 "coding-preferences")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "poetry lock is taking 6 minutes again"),
+                            ("assistant", "`poetry lock` is stuck in resolution on the boto3/botocore triangle."),
+                            ("user", "ok poetry is dead to me. uv for everything from now on, convert this pyproject "
+                                     "and delete poetry.lock"),
+                            ("assistant", "Converted to uv; `uv lock` resolved 84 packages."))
+    (memory,) = written
+    assert memory.supersedes == (old.id,) and memory.scope == "user" and "uv" in memory.body
+    assert "pyproject" not in memory.body and "poetry.lock" not in memory.body
+    assert old.id not in _current(workspace, real_embedder)
+
+
+def test_a_new_number_said_as_a_change_replaces_the_old_one_across_two_passes(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "The user wants lines kept to 80 columns (rustfmt max_width = 80).", "user",
+                                 "coding-preferences")
+    first = _conversation(workspace, real_embedder,
+                          ("user", "rustfmt is mangling the match arms into this unreadable staircase"),
+                          ("assistant", "That's `max_width = 80` in rustfmt.toml."),
+                          ("user", "forget the 80 col thing, 120 is fine. set max_width 120 and reformat"),
+                          ("assistant", "rustfmt.toml: `max_width = 120`, reformatted 14 files."))
+    assert [m.supersedes for m in first] == [(old.id,)] and "120" in first[0].body
+    second = _conversation(workspace, real_embedder,
+                           ("user", "also 120 was too wide, i cant fit two panes on the laptop. lets do 100 as the max "
+                                    "width, thats the final answer"),
+                           ("assistant", "rustfmt.toml: `max_width = 100`."))
+    assert [m.supersedes for m in second] == [(first[0].id,)] and "100" in second[0].body
+    assert _current(workspace, real_embedder) & {old.id, first[0].id} == set()
+
+
+def test_their_own_question_said_yes_to_after_the_agent_weighed_it_is_their_change(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Use vitest for the TypeScript tests.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "so we're publishing this as a zero dependency lib now. can we just use node:test"),
+                            ("assistant", "Node 20 ships `node:test` with describe/it and mock.fn(); 4 files use "
+                                          "snapshots and would become assert.deepStrictEqual. Convert?"),
+                            ("user", "yes convert, drop vitest"),
+                            ("assistant", "Converted; 388 tests pass under `node --test`."))
+    replacing = [m for m in written if m.supersedes == (old.id,)]
+    assert len(replacing) == 1 and "node:test" in replacing[0].body, written
+    assert old.id not in _current(workspace, real_embedder)
+
+
+def test_a_yes_to_a_one_off_step_after_a_question_replaces_nothing(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Use vitest for the TypeScript tests.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "can we rerun the flaky job?"),
+                            ("assistant", "The e2e job failed on a timeout; rerun it?"),
+                            ("user", "yes"),
+                            ("assistant", "Rerun started."))
+    assert written == []
+
+
+@pytest.mark.parametrize("sentence, statement", [
+    ("can we just use node:test", "use node:test"),
+    ("should we switch to ruff?", "switch to ruff"),
+    ("why not just use zod", "use zod"),
+    ("can we rerun the job?", ""),
+    ("can you use node:test", ""),
+])
+def test_what_their_question_proposes(sentence, statement):
+    assert asked_to_use(sentence) == statement
+
+
+@pytest.mark.parametrize("sentence", [
+    "give me the commands to set the env vars for running the integration suite locally",
+    "python manage.py migrate is dying",
+    "the staging deploy is stuck again",
+    "hi, new repo for me.",
+])
+def test_one_off_talk_is_never_a_memory(sentence):
+    assert never_durable(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "always give me the full diff",
+    "when you explain, give me the reasoning first",
+    "we're migrating to postgres, the sqlite file is dying under load",
+])
+def test_standing_requests_and_changes_still_can_be(sentence):
+    assert not never_durable(sentence)
+
+
+def test_a_rule_that_ends_on_its_standing_words_is_cut_from_the_task_after_it():
+    assert units("uv for everything from now on, convert this pyproject and delete poetry.lock") == [
+        "uv for everything from now on", "convert this pyproject and delete poetry.lock"]
+    assert units("from now on, use uv") == ["from now on, use uv"]
+
+
+def test_make_me_is_not_a_make_target_and_everything_i_write_is_personal():
+    scope, why = scope_for("in everything i write i want full type hints, dont make me ask every time",
+                           "coding-preferences", 0.5, True)
+    assert scope == "user", why
+    assert scope_for("run make lint before you push", "project-conventions", 0.9, True)[0] == "repo"
