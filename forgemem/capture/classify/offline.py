@@ -133,7 +133,7 @@ class OfflineClassifier:
                     continue
                 changes_mind = True  # written only if it replaces a memory (below)
             category = decision.category
-            if category == "corrections" and not (agent and _REACTS.search(unit)):
+            if category == "corrections" and (not (agent and _REACTS.search(unit)) or _OUR_PRACTICE.search(unit)):
                 # a correction reacts to what the agent just did; said unprompted it is a rule of another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c != "corrections"])
             odds = dict(decision.categories)
@@ -245,6 +245,8 @@ _REACTS = re.compile(
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put|keep|kept|did)\b|\bwhy did you\b|\bdon'?t\b|\bnever\b|\bagain\b", re.I)
 #: how a reaction to the agent's work opens
+#: the team's own practice, said as such ("we never vendor deps in this repo"): a convention, even in reaction
+_OUR_PRACTICE = re.compile(r"^\W*(?:\w+\W+){0,2}?we (?:always|never|don'?t|do not|only|use|keep|run|put)\b", re.I)
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
 CORRECTION_MARGIN = 0.15

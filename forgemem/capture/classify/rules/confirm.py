@@ -119,7 +119,7 @@ def _proposal_rule(proposal: str, scope: str) -> str:
     text = re.sub(r"[,\s]*\b(?:ok|okay|right|sound good|does that sound good|want that|yes or no)\s*$", "", text,
                   flags=re.I)
     text = _TIME_ANCHOR.sub("", text)
-    text = _LEAD_FILLER.sub("", text).strip()
+    text = _LEAD_FILLER.sub("", text.lstrip(" ,;:—-")).strip()  # "Going forward, should …" lost its anchor
     rewrites = [
         (r"^(?:so )?(?:should|shall) (?:I|we) (?:just |also )?", ""),
         (r"^(?:do you )?want me to (?:also |just )?", ""),
@@ -130,7 +130,7 @@ def _proposal_rule(proposal: str, scope: str) -> str:
         (r"^(?:I )?suggest(?:ing)? (?:(?:making|to make) (?:it|this|that) (?:a |the )?(?:convention|rule|standard)"
          r"[:,]?\s*|we |that )?", ""),
         (r"^(?:should|shall|will) ((?:the |all |every |new |our |your )*[\w`\-/.\ue000\ue001]+"
-         r"(?: [\w`\-/.\ue000\ue001]+)?) (use|be|have|go|live|run|follow|get|stay|include)\b", r"\1 \2"),
+         r"(?: [\w`\-/.\ue000\ue001]+)?) (use|be|have|go|live|run|follow|get|stay|include)\b", r"\1 should \2"),
     ]
     for pattern, replacement in rewrites:
         new = re.sub(pattern, replacement, text, count=1, flags=re.I)
