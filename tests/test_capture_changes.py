@@ -130,3 +130,19 @@ def test_make_me_is_not_a_make_target_and_everything_i_write_is_personal():
                            "coding-preferences", 0.5, True)
     assert scope == "user", why
     assert scope_for("run make lint before you push", "project-conventions", 0.9, True)[0] == "repo"
+
+
+def test_facts_listed_in_one_sentence_are_one_each_and_one_said_twice_is_one():
+    assert units("quick context so you stop guessing: im on macos (m2), i use neovim not vscode, and im in berlin "
+                 "time.") == ["im on macos (m2)", "i use neovim not vscode", "im in berlin time."]
+    assert units("i use fish, my shell is fish everywhere") == ["i use fish, my shell is fish everywhere"]
+
+
+@pytest.mark.parametrize("sentence", [
+    "keep doing the java comparisons when something rust specific comes up",
+    "im in berlin time",
+])
+def test_plain_standing_statements_clear_the_lower_bar(sentence):
+    from forgemem.capture.classify.learned import _STANDING_RULE
+
+    assert _STANDING_RULE.search(sentence)

@@ -281,12 +281,16 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"debian|chromebook|m\d mac)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
                      r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
                      r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
+                     r"\bi(?:'m| am|m) in (?:the )?[\w/+-]+ (?:time|timezone|time zone|tz)\b",
                      r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
                      # a team's change of tool or way: "we're moving this repo to opentofu", "we switched to uv"
                      r"\bwe(?:'re| are|'ve| have)? (?:moving|moved|switching|switched|migrating|migrated|"
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
                      r"team|app|service))? (?:to|on)\b",
-                     r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b", r"\bin (?:this|our) "
+                     r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b",
+                     # what the agent does, asked to go on: "keep doing the java comparisons when … comes up"
+                     r"^(?:\W*\w+\W+){0,2}?keep (?:doing|using|giving|writing|adding|making) (?:the|these|those|that|"
+                     r"this|\w+s)\b", r"\bin (?:this|our) "
                      r"(?:repo|repository|project|codebase)\b",
                      r"\b(?:en este (?:repo|repositorio|proyecto)|in diesem (?:repo|projekt)|dans ce (?:repo|projet|"
                      r"dépôt)|neste (?:repo|projeto|repositório)|in questo (?:repo|progetto)|in deze (?:repo|project))\b")

@@ -52,7 +52,28 @@ def _rule_then_task(sentence: str) -> list[str]:
     for match in _THEN_TASK.finditer(sentence):
         if _ENDS_STANDING.search(sentence[:match.start()]):
             return [sentence[:match.start()], sentence[match.end():]]
-    return [sentence]
+    return _facts_listed(sentence)
+
+
+#: "quick context so you stop guessing: im on macos (m2), i use neovim not vscode, and im in berlin time": what
+#: the person says of themselves, listed in one sentence, is one fact per clause (a lead-in before it goes)
+_LEAD_IN = re.compile(r"^(?:quick |some |a bit of |a little |for )?(?:context|background|fyi|about me)\b[^:]{0,40}:\s*",
+                      re.I)
+_NEXT_FACT = re.compile(r",\s*(?:and\s+|also\s+)?(?=(?:i'm|im|i am|i use|i work|i've|ive|i live|my)\b)", re.I)
+_A_FACT = re.compile(r"^(?:i'm|im|i am|i use|i work|i've|ive|i live|my)\b", re.I)
+
+
+def _facts_listed(sentence: str) -> list[str]:
+    rest = _LEAD_IN.sub("", sentence)
+    if not _A_FACT.match(rest):
+        return [sentence]
+    clauses = _NEXT_FACT.split(rest)
+    if len(clauses) < 2 or any(len(c.split()) < 3 for c in clauses):
+        return [rest]
+    words = [{w for w in re.findall(r"\w{4,}", c.lower())} for c in clauses]
+    if any(words[i] & words[j] for i in range(len(words)) for j in range(i + 1, len(words))):
+        return [rest]  # "i use fish, my shell is fish everywhere": one fact said twice
+    return clauses
 
 
 _CLAUSE_END = re.compile(r"(?<=,)\s+|\s+(?=(?:and|but|so|also|plus)\s)", re.I)
