@@ -146,3 +146,23 @@ def test_plain_standing_statements_clear_the_lower_bar(sentence):
     from forgemem.capture.classify.learned import _STANDING_RULE
 
     assert _STANDING_RULE.search(sentence)
+
+
+def test_a_complaint_about_what_the_agent_did_and_the_rule_after_it_are_one_memory(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Use cargo nextest to run the tests.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("assistant", "Added `#[allow(clippy::too_many_arguments)]` on 5 functions; clippy is clean."),
+                            ("user", "you added #[allow(clippy::too_many_arguments)] on like 5 functions, i really dont "
+                                     "like that. i always want clippy warnings actually fixed, not allowed away, in any "
+                                     "codebase i work on"),
+                            ("assistant", "Removed the allows and grouped the parameters into structs."))
+    assert len(written) == 1 and "clippy warnings" in written[0].body, written
+
+
+def test_thats_a_rule_here_joins_the_rule_before_it(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Use dbt build to run the models.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "add a unique + not_null test on the pk for every model in marts/. thats a rule "
+                                     "here, every mart model needs those two on its primary key"),
+                            ("assistant", "Added the two tests to the 9 models in models/marts/."))
+    assert len(written) == 1 and "marts/" in written[0].body, written

@@ -133,7 +133,7 @@ class OfflineClassifier:
                     continue
                 changes_mind = True  # written only if it replaces a memory (below)
             category = decision.category
-            if category == "corrections" and (not (agent and _REACTS.search(unit)) or _OUR_PRACTICE.search(unit)):
+            if category == "corrections" and not (agent and _REACTS.search(unit)):
                 # a correction reacts to what the agent just did; said unprompted it is a rule of another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c != "corrections"])
             odds = dict(decision.categories)
@@ -245,8 +245,6 @@ _REACTS = re.compile(
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put|keep|kept|did)\b|\bwhy did you\b|\bdon'?t\b|\bnever\b|\bagain\b", re.I)
 #: how a reaction to the agent's work opens
-#: the team's own practice, said as such ("we never vendor deps in this repo"): a convention, even in reaction
-_OUR_PRACTICE = re.compile(r"^\W*(?:\w+\W+){0,2}?we (?:always|never|don'?t|do not|only|use|keep|run|put)\b", re.I)
 _REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
 CORRECTION_MARGIN = 0.15
@@ -400,9 +398,16 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats) (?:how|what|the way)\b|"
+_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|"
+                           r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on
                            r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
+
+
+#: a complaint about what the agent did, the rule said next ("you added #[allow(…)] on 5 functions, i really dont like
+#: that. i always want clippy warnings actually fixed"): one memory
+_DISLIKES_WHAT_WAS_DONE = re.compile(r"\byou \w+ .*\bi (?:really )?(?:don'?t|do not|hate|can'?t stand) (?:like )?"
+                                     r"(?:that|it|this)\W*$", re.I)
 
 
 def _asked_in(units: list[str]) -> str:
@@ -415,6 +420,7 @@ def _merge_fragments(units: list[str]) -> list[str]:
     last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
     for unit in units:
         if merged and (_MIND_ONLY.match(last) or (_DROPS.search(last) and not _DROPS.search(unit))
+                       or _DISLIKES_WHAT_WAS_DONE.search(last)
                        or (_POINTS_BACK.search(unit) and not _APPLIES_TO_A_FILE.search(unit))
                        or _SAYS_SO_BACK.match(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
