@@ -102,6 +102,10 @@ def test_first_person_becomes_the_user(sentence, expected):
         ("we decided to go with Postgres because we need transactions",
          "Use Postgres because the project needs transactions."),
         ("Our API responses always use camelCase keys.", "The project's API responses always use camelCase keys."),
+        ("the team uses pnpm", "Use pnpm."),
+        ("the team always pushes to main on fridays", "Always push to main on fridays."),
+        ("the team wants spaces", "The team wants spaces."),
+        ("i know i said tabs but the team wants spaces, 4 of them", "The team wants spaces, 4 of them, not tabs."),
     ],
 )
 def test_we_becomes_an_imperative_or_the_project(sentence, expected):

@@ -15,7 +15,7 @@ def _any(*patterns: str) -> re.Pattern[str]:
 _CHANGE = _any(
     r"\bno longer\b", r"\bnot\b[^.;]{0,40}\bany ?more\b", r"\bany ?more\b", r"\binstead\b", r"\brather than\b",
     r"\bswitch(?:ed|ing)?\b", r"\bmov(?:e|ed|ing) (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
-    r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bchanged? (?:my|our) mind\b", r"\bchange of plans?\b",
+    r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
     r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
     r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b", r"\bnew rule\b", r"\bno more\b",
@@ -51,7 +51,7 @@ _NEGATED_BEFORE = _any(
     r"shouldnt|mustn't)(?: \w+)?$", r"\bno$", r"\boff$", r"\bfrom$", r"\binstead of$", r"\bover$",
     r"\brather than$", r"\breplac\w*$", r"\bditch\w*$", r"\bdrop\w*$", r"\bleft$", r"\bleave$", r"\baway from$",
     r"\bout$", r"\bremov\w*$", r"\bforget(?: \w+)?$", r"\bscratch(?: the)?$", r"\bscrap(?: the)?$",
-    r"\bwrong about$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*$",
+    r"\bwrong about$", r"\bi said$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*$",
     r"\bvon$", r"\bya no \w+$", r"\bdejamos$", r"\bsin$", r"\bplus de$", r"\bau lieu de$", r"\bmit$",
     r"\bdas mit$", r"\bvergiss(?: das mit)?$", r"\babandonné$", r"\bfrom \w+$", r"\bunlike$",
 )

@@ -157,6 +157,9 @@ def _start(clause: str) -> tuple[str, bool]:
         m = _WE_MODAL.match(clause)
         modal = (m.group(1) or "").lower().split()
         rest = clause[m.end():]
+        if not clause.lower().startswith("we"):  # "the team uses pnpm" -> "use pnpm"
+            verb, _, after = rest.partition(" ")
+            rest = f"{_plain(verb)} {after}".strip()
         words = []
         if any(w in ("never",) for w in modal):
             words.append("never")
@@ -171,6 +174,18 @@ def _start(clause: str) -> tuple[str, bool]:
         clause = " ".join(words + [rest])
         done = True
     return clause, done
+
+
+def _plain(verb: str) -> str:
+    """The base form of a third-person verb: uses -> use, pushes -> push, carries -> carry."""
+    low = verb.lower()
+    if not low.endswith("s") or low.endswith("ss"):
+        return verb
+    if low.endswith("ies"):
+        return verb[:-3] + "y"
+    if low.endswith(("sses", "xes", "ches", "shes", "zes", "oes")):
+        return verb[:-2]
+    return verb[:-1]
 
 
 _INNER_WE = re.compile(r"[,;:]\s+(?=(?:we|let's|let us|the team)\b)", re.I)

@@ -64,7 +64,8 @@ _WE_VERB = re.compile(
     r"^(?:we|our team|the team)(?:'ll| will| should| must| need to| have to|'ve got to| gotta| want to| always| "
     r"never| usually| generally| only| also| do not| don't| dont| DONT| now)*\s+"
     r"(?!(?:are|were|was|had|have|has|got|can|could|might|may|would|did|used|need|want|'re|'ve|"
-    r"like|love|hate|think|know|feel|believe|agreed|decided|talked|discussed|lost|learned|found|"
+    r"like|love|hate|think|know|feel|believe|agreed|decided|talked|discussed|lost|learned|found|wants|needs|likes|"
+    r"prefers|thinks|knows|says|said|is|has|feels|hates|loves|"
     r"saw|noticed|went|came|do|does|[a-z]+ed)\b)([a-z][\w-]*)\b",
     re.I,
 )

@@ -136,6 +136,10 @@ def _foreign(text: str) -> str:
     return _finish(_restore(re.sub(r"\s{2,}", " ", held), kept))
 
 
+_SAID_BEFORE_BUT = re.compile(r"^(?:\W*(?:ok|okay|so|yeah|hmm+|look)\W+)*i know (?:i|we) said (?P<old>[^,.;]{1,40}?),? "
+                              r"but (?:now )?(?P<new>.{3,})$", re.I)
+
+
 def rule_text(sentence: str, *, category: str, scope: str, context: str = "", proposal: str = "") -> str:
     """The memory a later session can act on: one standalone statement.
 
@@ -167,6 +171,8 @@ def rule_text(sentence: str, *, category: str, scope: str, context: str = "", pr
         out = _foreign(flat)
         return _limit(out, budget) if out else _limit(fallback, budget)
 
+    # "i know i said tabs but the team wants spaces" -> "the team wants spaces, not tabs"
+    flat = _SAID_BEFORE_BUT.sub(lambda m: f"{m.group('new').rstrip(' .!')}, not {m.group('old')}", flat.strip())
     if not proposal and context and _ACCEPT.match(flat.strip()) and _is_offer(context):
         # a yes to the preceding question or offer; but "ok, and from now on always …" after
         # "Should I fix the test?" states its own rule: the offer must be a standing one, or

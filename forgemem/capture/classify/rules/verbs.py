@@ -70,8 +70,8 @@ def _third_person(verb: str) -> str:
                  "cannot": "cannot"}
     if low in irregular:
         return irregular[low]
-    if low.endswith(("ed", "'t")) or low in ("used",):
-        return verb
+    if low.endswith(("ed", "'t")) or low in ("used",) or low in _IRREGULAR_PAST:
+        return verb  # "i said tabs" -> "the user said tabs"
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
     if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
