@@ -359,3 +359,9 @@ def test_a_full_stop_after_a_path_is_the_sentences_not_the_paths():
                      scope="repo") == "Put the tests in tests/orders/test_service.py."
     assert rule_text("configs live in deploy/k8s/.", category="project-conventions",
                      scope="repo") == "Configs live in deploy/k8s/."
+
+
+def test_just_the_command_runner_is_a_name_not_filler():
+    assert rule("we run everything through just, e.g. just test and just lint") == (
+        "Run everything through just, e.g. just test and just lint.")
+    assert rule("just use pnpm") == "Use pnpm."

@@ -46,7 +46,18 @@ def _protect(text: str) -> tuple[str, _Held]:
         kept.append(m.group(0))
         return f"{_PH_OPEN}{kept.ns}{_PH_SEP}{len(kept) - 1}{_PH_CLOSE}"
 
-    return _PROTECT.sub(hold, text), kept
+    text = _PROTECT.sub(hold, text)
+    if _JUST_THE_TOOL.search(text):  # "we run everything through just, e.g. just test": a name, not filler
+        text = _JUST_NAMES.sub(hold, text)
+    return text, kept
+
+
+#: `just`, the command runner, named as a tool; then its name and its recipes are kept as said
+_JUST_THE_TOOL = re.compile(r"\b(?:through|with|via|using|use|uses|in|to) just\b|\bjustfile\b|\bjust (?:recipes?|"
+                            r"targets?|commands?)\b", re.I)
+_JUST_NAMES = re.compile(r"\bjust (?:test|tests|lint|build|fmt|format|check|dev|run|deploy|release|ci|setup|install|"
+                         r"clean|serve|docs|bench|migrate|e2e|typecheck)\b|(?<=through )just\b|(?<=with )just\b|(?<=via )just\b"
+                         r"|(?<=using )just\b|(?<=use )just\b|(?<=uses )just\b", re.I)
 
 
 def _restore(text: str, kept: _Held) -> str:
