@@ -166,3 +166,11 @@ def test_thats_a_rule_here_joins_the_rule_before_it(tmp_path, real_embedder):
                                      "here, every mart model needs those two on its primary key"),
                             ("assistant", "Added the two tests to the 9 models in models/marts/."))
     assert len(written) == 1 and "marts/" in written[0].body, written
+
+
+@pytest.mark.parametrize("sentence", [
+    "black and isort keep fighting over the import blocks in src/api/, every commit flips them back and forth",
+    "we need a v2 of the orders endpoint, line_items is changing shape",
+])
+def test_a_problem_or_a_need_of_the_moment_is_no_memory(sentence):
+    assert never_durable(sentence)

@@ -19,7 +19,8 @@ _CHANGE_WORDS = re.compile(
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
     r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
     r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
-    r"get(?:ting)? rid of|got rid of)\b", re.I)
+    r"get(?:ting)? rid of|got rid of|no more|stattdessen|nicht mehr|ya no|en (?:vez|lugar) de|au lieu de|bump(?:ed|ing)?(?: [\w.-]+){0,2} to|upgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to)\b",
+    re.I)
 #: words that take back what was said before, and how close (cosine) the rule taken back must be
 _RETRACTS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:scratch that|(?:forget|ignore|disregard) (?:that|it|what i said|"
                        r"everything i said)|on second thought|(?:i |we )?changed (?:my|our) mind|actually,? no\b|"
@@ -54,11 +55,15 @@ _GOES = re.compile(
     r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
     r"\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:[\w.+-]+ ){1,2}out\b|\brip(?:ped|ping)? out\b|"
     r"\b(?:get|getting|got) rid of\b|"
+    # "actually no more path versions", "keine Conventional Commits mehr"
+    r"^\W*(?:\w+\W+){0,2}?no more [\w`.-]+(?: [\w`.-]+)?\W*$|\bkeine?[nrs]? [^.;]{0,40}\bmehr\W*$|"
+    r"\b(?:is|are|was|were) (?:just |really |totally )?(?:unreadable|unusable|a pain|painful|awful|terrible|horrible)\b|"
     # the old choice found wanting: "120 was too wide", "poetry was way too slow"
     r"\b(?:was|were) (?:way |much |a bit |just |also )?too (?:wide|narrow|slow|strict|loose|noisy|long|short|big|"
     r"small|much|heavy|verbose|flaky)\b|"
     # a complaint about the old choice: "biome mangles our .svelte files", "yapf kept fighting the linters"
-    r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|kept (?:fighting|breaking|failing))\b",
+    r"^\W*(?:\w+\W+){0,3}?(?:mangles|mangled|breaks|broke|chokes on|wrecks|sucks|(?:kept|keeps?) (?:fighting|breaking|failing|"
+    r"conflicting|crashing|flipping))\b",
     re.I)
 #: ... unless it also says what comes instead
 _SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"

@@ -377,7 +377,8 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
-                   r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring)\b",
+                   r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring|fighting|flipping|"
+                   r"conflicting|breaking|overwriting|reverting)\b",
                    r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
                    r"read|found|recogni[sz]ed|triggered|called)\b",
                    r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b",
@@ -400,7 +401,7 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"\b(?:don'?t|do not)\s+(?:\w+\s+){0,3}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
                r"non ancora|nog niet)\b")
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
-_REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|can you|could you|please)\s+"
+_REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|we need|can you|could you|please)\s+"
                r"(?:a|an|to (?:add|build|create|make|write|fix|implement|have|get|see)|(?:add|make|create|write|"
                r"build|fix|implement) (?:a|an|the))\b",
                # ... in the other languages people write to their agent

@@ -15,7 +15,8 @@ def _any(*patterns: str) -> re.Pattern[str]:
 _CHANGE = _any(
     r"\bno longer\b", r"\bnot\b[^.;]{0,40}\bany ?more\b", r"\bany ?more\b", r"\binstead\b", r"\brather than\b",
     r"\bswitch(?:ed|ing)?\b", r"\bmov(?:e|ed|ing) (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
-    r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
+    r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bbump(?:ed|ing)?(?: [\w.-]+){0,2} to\b",
+    r"\bupgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
     r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
     r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b", r"\bnew rule\b", r"\bno more\b",
