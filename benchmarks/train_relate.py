@@ -37,7 +37,8 @@ from forgemem.capture.classify import relate as rel  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 #: this project's own pairs: the first file by the project, the second (2026-11-26) by a writer who saw neither
 #: the code nor any labelled set, in the register of real transcripts
-EXTRAS = (ROOT / "tests" / "fixtures" / "relate_extra.jsonl", ROOT / "tests" / "fixtures" / "relate_extra2.jsonl")
+EXTRAS = (ROOT / "tests" / "fixtures" / "relate_extra.jsonl", ROOT / "tests" / "fixtures" / "relate_extra2.jsonl",
+          ROOT / "tests" / "fixtures" / "relate_extra3.jsonl")
 HELDOUT = ROOT / "tests" / "fixtures" / "relate_heldout.jsonl"
 L2 = 0.3
 NEWTON_STEPS = 50

@@ -183,3 +183,10 @@ def test_names_are_not_ordinary_words():
     assert rel._names("scratch that, uv instead of poetry") == {"uv", "poetry"}
     assert "docker compose" in rel._names("Use Docker Compose locally.")
     assert "jetpack compose" in rel._names("Jetpack Compose previews")
+
+
+def test_one_tool_of_a_kind_replaces_the_other_unless_the_old_one_stays_named(ask):
+    # a bare "use uv" where "use poetry" held: one dependency manager at a time
+    assert ask(POETRY, "use uv")[0] == "supersedes"
+    # ... but both named, the old one kept, is no swap
+    assert ask(POETRY, "use uv to run the scripts, poetry still manages the dependencies")[0] != "supersedes"

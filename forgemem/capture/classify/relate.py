@@ -182,6 +182,9 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
 
 
 _ACROSS_ON_SUBJECT = FEATURES.index("other_scope_x_subject")
+_FAMILY_SWAP, _KEPT, _REFINE_CUE = (FEATURES.index(f) for f in ("family_swap", "old_name_kept", "refine_cue"))
+#: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
+EXCLUSIVE_SWAP = 0.6
 
 
 # --------------------------------------------------------------------------- model
@@ -254,6 +257,13 @@ def relate(
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
             return label, i, probs[i][label]
+    # one tool of a kind holds at a time: "use uv" where "use poetry" held, the old one not named again and no
+    # word of addition, replaces it, however few words it takes
+    swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and x[_FAMILY_SWAP] and not x[_KEPT]
+             and not x[_REFINE_CUE]]
+    if swaps:
+        i = max(swaps, key=lambda i: candidates[i].similarity)
+        return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
     # the same subject in the other scope, or a same-subject pair across scopes the model
     # would otherwise call a supersession or refinement: both stay, linked
     across = [
