@@ -174,3 +174,14 @@ def test_thats_a_rule_here_joins_the_rule_before_it(tmp_path, real_embedder):
 ])
 def test_a_problem_or_a_need_of_the_moment_is_no_memory(sentence):
     assert never_durable(sentence)
+
+
+def test_a_rule_said_as_usual_is_not_written_again(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "pnpm only", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "add zod to the web package"),
+                            ("assistant", "Which package manager should I use here, npm or pnpm?"),
+                            ("user", "pnpm, like always"),
+                            ("assistant", "`pnpm add zod --filter web` done."))
+    assert written == []
+    assert old.id in _current(workspace, real_embedder)

@@ -111,3 +111,18 @@ def asked_to_use(sentence: str) -> str:
     "" when it proposes nothing. Said "yes" to after the agent weighed it, it is their change of mind."""
     match = _ASKS_TO_USE.search(sentence.strip())
     return next((g for g in match.groups() if g), "") if match else ""
+
+
+def asked_in(sentences: list[str]) -> str:
+    """The change the person's question among these sentences proposes ("can we just use node:test"), or ""."""
+    return next((statement for statement in map(asked_to_use, sentences) if statement), "")
+
+
+#: a rule said as what always held ("pnpm, like always"): close to a memory the store holds, nothing new
+_AS_USUAL = re.compile(r"\b(?:like|as) (?:always|usual|before|we always do)\b|\bsame as (?:always|usual|before)\b", re.I)
+#: how close (cosine) the memory such a rule restates must be
+RESTATED_AT = 0.35
+
+
+def says_as_usual(sentence: str) -> bool:
+    return bool(_AS_USUAL.search(sentence))

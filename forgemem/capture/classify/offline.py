@@ -18,10 +18,12 @@ from forgemem.capture.classify.change_words import (
     _GOES,
     _RETRACTS,
     _SAYS_THE_NEW,
+    RESTATED_AT,
     RETRACTED_AT,
     _names_in,
-    asked_to_use,
+    asked_in,
     dropped_names,
+    says_as_usual,
 )
 from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _quote, _similarity
 from forgemem.capture.transcripts import Turn
@@ -69,7 +71,7 @@ class OfflineClassifier:
         asked, their_proposal = "", {}  # "can we just use node:test", and the yes said to it after the agent weighed it
         for turn in batch.context:
             before, agent = turn.text, turn.role != "user"
-            asked = "" if agent else _asked_in(units(turn.text))
+            asked = "" if agent else asked_in(units(turn.text))
         for turn in batch.turns:
             if turn.role != "user":
                 before, agent = turn.text, True
@@ -83,7 +85,7 @@ class OfflineClassifier:
                 their_proposal[len(found)] = asked
             for unit in pieces:
                 found.append((unit, turn, before, agent))
-            before, agent, asked = turn.text, False, _asked_in(pieces)
+            before, agent, asked = turn.text, False, asked_in(pieces)
         if not found:
             return Classification([], self.name, chars_sent=chars)
         embedder = self.embedder()
@@ -186,6 +188,9 @@ class OfflineClassifier:
                         relation, target, similarity = again
             if changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
                 continue
+            if relation != "supersedes" and says_as_usual(unit) and any(
+                    n.memory.scope == scope and n.similarity >= RESTATED_AT for n in nearest):
+                continue  # "pnpm, like always": the rule the store holds, said again
             replaced = next((n.memory.category for n in nearest if n.memory.id == target), None)
             if relation == "supersedes" and replaced:
                 # a new version of a memory keeps its kind (in every labelled set, 36 of 37 changes of mind do): a
@@ -408,11 +413,6 @@ _SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats|it'?s) (?:how|what|the
 #: that. i always want clippy warnings actually fixed"): one memory
 _DISLIKES_WHAT_WAS_DONE = re.compile(r"\byou \w+ .*\bi (?:really )?(?:don'?t|do not|hate|can'?t stand) (?:like )?"
                                      r"(?:that|it|this)\W*$", re.I)
-
-
-def _asked_in(units: list[str]) -> str:
-    """The change the person's question in these sentences proposes ("can we just use node:test"), or ""."""
-    return next((statement for statement in map(asked_to_use, units) if statement), "")
 
 
 def _merge_fragments(units: list[str]) -> list[str]:

@@ -13,6 +13,10 @@ _IRREGULAR_PAST = {
     "undid": "undo", "redid": "redo", "overwrote": "overwrite", "dropped": "drop", "led": "lead",
     "fed": "feed", "bound": "bind", "drew": "draw", "spun": "spin", "ate": "eat", "sped": "speed",
     "swapped": "swap", "committed": "commit", "reset": "reset", "upset": "upset", "added": "add",
+    "lost": "lose", "won": "win", "paid": "pay", "held": "hold", "meant": "mean", "felt": "feel", "heard": "hear",
+    "understood": "understand", "stood": "stand", "spent": "spend", "sold": "sell", "taught": "teach",
+    "thought": "think", "bought": "buy", "caught": "catch", "fought": "fight", "knew": "know", "saw": "see",
+    "came": "come", "became": "become", "grew": "grow", "flew": "fly", "slept": "sleep", "lent": "lend",
 }
 _NEEDS_E = re.compile(
     r"(?:^[^aeiou]*[aeiou][bcdfgkmnprstvz]$)"  # one syllable, consonant-vowel-consonant: mak(e), us(e), mov(e)
