@@ -190,3 +190,10 @@ def test_one_tool_of_a_kind_replaces_the_other_unless_the_old_one_stays_named(as
     assert ask(POETRY, "use uv")[0] == "supersedes"
     # ... but both named, the old one kept, is no swap
     assert ask(POETRY, "use uv to run the scripts, poetry still manages the dependencies")[0] != "supersedes"
+
+
+def test_a_new_value_of_a_named_thing_said_as_a_change_replaces_the_old_one(ask):
+    assert ask("node 18 (.nvmrc)", "ok we're bumping to node 20 then", "Bump to node 20.")[0] == "supersedes"
+    # the same name and a new number without a word of change is not taken for one
+    assert ask("node 18 (.nvmrc)", "the lambda runtime in the other account is node 20",
+               "The lambda runtime in the other account is node 20.")[0] != "supersedes"

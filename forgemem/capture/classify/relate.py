@@ -182,7 +182,8 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
 
 
 _ACROSS_ON_SUBJECT = FEATURES.index("other_scope_x_subject")
-_FAMILY_SWAP, _KEPT, _REFINE_CUE = (FEATURES.index(f) for f in ("family_swap", "old_name_kept", "refine_cue"))
+_FAMILY_SWAP, _KEPT, _REFINE_CUE, _NUMBER_CHANGE, _SHARED, _CHANGED = (
+    FEATURES.index(f) for f in ("family_swap", "old_name_kept", "refine_cue", "number_change", "shared_name", "change"))
 #: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
 EXCLUSIVE_SWAP = 0.6
 
@@ -258,9 +259,10 @@ def relate(
         if (i := top(label)) is not None:
             return label, i, probs[i][label]
     # one tool of a kind holds at a time: "use uv" where "use poetry" held, the old one not named again and no
-    # word of addition, replaces it, however few words it takes
-    swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and x[_FAMILY_SWAP] and not x[_KEPT]
-             and not x[_REFINE_CUE]]
+    # word of addition, replaces it, however few words it takes; and one value of a named thing: "bumping to node
+    # 20" where "node 18" held
+    swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and not x[_REFINE_CUE]
+             and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
     if swaps:
         i = max(swaps, key=lambda i: candidates[i].similarity)
         return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
