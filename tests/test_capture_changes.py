@@ -185,3 +185,15 @@ def test_a_rule_said_as_usual_is_not_written_again(tmp_path, real_embedder):
                             ("assistant", "`pnpm add zod --filter web` done."))
     assert written == []
     assert old.id in _current(workspace, real_embedder)
+
+
+def test_a_description_of_the_code_right_now_replaces_no_rule(tmp_path, real_embedder):
+    """Found by a new-user trial: "Right now computeTotal does three things …" superseded the rounding rule."""
+    workspace, old = _store_with(tmp_path, "Always round money with Math.round(x*100)/100 in this repository, never "
+                                 "toFixed.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "Right now computeTotal does three things at once: it sums the line items, applies "
+                                     "coupon codes and then rounds. Pull the coupon part out into applyDiscounts."),
+                            ("assistant", "Done."))
+    assert all(m.supersedes != (old.id,) for m in written), written
+    assert old.id in _current(workspace, real_embedder)

@@ -15,7 +15,7 @@ from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
 #: a sentence that says a choice changed ("poetry is out, it's uv now"): one the heads find not durable enough is
 #: still a memory when it replaces a rule the store holds (`offline.CHANGE_OF_MIND_FLOOR`)
 _CHANGE_WORDS = re.compile(
-    r"\b(?:now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
+    r"\b(?:(?<!right )(?<!just )now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed)?|dropp?(?:ed)?|(?:is|are) "
     r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
     r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"

@@ -182,6 +182,17 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
 
 
 _ACROSS_ON_SUBJECT = FEATURES.index("other_scope_x_subject")
+def _on_subject(x: list[float]) -> bool:
+    """Whether a pair is about one subject: a name, a kind of tool or a subject word shared, their words, or
+    their meaning (said in another language: "l'API renvoie désormais …" and "API error messages …")."""
+    return bool(x[_SHARED] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_SUBJECT] or x[_OVERLAP] >= SAME_WORDS_AT
+                or x[_SIMILARITY] >= SAME_MEANING_AT)
+
+
+#: the share of content words, or the cosine, from which two statements are on one subject
+SAME_WORDS_AT, SAME_MEANING_AT = 0.25, 0.5
+_FAMILIES, _SUBJECT, _OVERLAP, _SIMILARITY = (
+    FEATURES.index(f) for f in ("family_shared", "subject_shared", "content_overlap", "similarity"))
 _FAMILY_SWAP, _KEPT, _REFINE_CUE, _NUMBER_CHANGE, _SHARED, _CHANGED = (
     FEATURES.index(f) for f in ("family_swap", "old_name_kept", "refine_cue", "number_change", "shared_name", "change"))
 #: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
@@ -249,6 +260,8 @@ def relate(
         picks = [i for i, p in enumerate(probs) if max(p, key=p.get) == label]
         if label in ("supersedes", "refines"):  # a supersession or refinement never crosses scopes
             picks = [i for i in picks if candidates[i].scope == scope]
+        if label == "supersedes":  # ... and replaces a rule on the same subject, whatever else changed
+            picks = [i for i in picks if _on_subject(xs[i])]
         if label == "refines":
             picks = [i for i in picks if candidates[i].similarity >= REFINES_AT]
         return max(picks, key=lambda i: probs[i][label]) if picks else None
