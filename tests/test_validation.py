@@ -135,3 +135,18 @@ def test_sample_store_is_valid(cli):
     )
     assert result.code == 0, result.out
     assert "ok: 52 memory files, no problems" in result.out
+
+
+def test_a_personal_rule_linked_to_a_repository_memory_validates_outside_that_repository(cli, tmp_path):
+    """Found by a new-user trial: capture links a personal rule to the repository's on the same subject
+    (relates-to); from outside the repository its target is not loaded, and `validate` failed."""
+    from forgemem.store.model import new_id
+
+    from .conftest import make_memory, write_memory
+
+    user_dir = tmp_path / "home" / "memory"
+    user_dir.mkdir(parents=True)
+    write_memory(user_dir, make_memory("The user prefers pnpm.", scope="user", category="coding-preferences",
+                                       related=[(new_id(), "relates-to")]))
+    result = cli("--user-dir", str(user_dir), "-C", str(tmp_path), "validate")
+    assert result.code == 0, result.out + result.err

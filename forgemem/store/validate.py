@@ -9,6 +9,8 @@ from __future__ import annotations
 from forgemem.errors import Problem
 from forgemem.store.graph import SUPERSEDES, MemoryGraph
 
+RELATES_TO = "relates-to"
+
 
 def graph_problems(graph: MemoryGraph) -> list[Problem]:
     problems: list[Problem] = []
@@ -20,8 +22,10 @@ def graph_problems(graph: MemoryGraph) -> list[Problem]:
     for edge in graph.dangling:
         if edge.type == SUPERSEDES:
             at(edge.source, f"supersedes {edge.target}, which does not exist")
-        else:
+        elif edge.type != RELATES_TO:
             at(edge.source, f"is related ({edge.type}) to {edge.target}, which does not exist")
+        # a relates-to link may point into the other store (capture links a personal rule to the repository's
+        # on the same subject): from outside that repository, or in a teammate's clone, its target is not loaded
 
     in_cycle: set[str] = set()
     for loop in graph.cycles():
