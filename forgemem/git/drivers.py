@@ -33,12 +33,16 @@ def textconv(data: bytes, name: str = "") -> str:
     """A memory file as git should diff it: what it says and how it links, one fact a line.
 
     Used as `diff.forgemem.textconv`; a file that does not parse, or anything going
-    wrong, gives the file as it is.
+    wrong, gives the file as it is (control characters shown as `\\xNN` either way).
     """
     try:
-        return _textconv(data, name)
+        text = _textconv(data, name)
     except Exception:  # noqa: BLE001 - git diff must never fail because of forgemem
-        return data.decode("utf-8", "replace")
+        text = data.decode("utf-8", "replace")
+    from forgemem.store.model import visible_controls
+
+    # control characters shown as \xNN: an escape sequence in a memory file reaches no terminal through git
+    return visible_controls(text.replace("\r\n", "\n"))
 
 
 def _one(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from forgemem.errors import UsageError
 from forgemem.interop import reading, sections
 from forgemem.interop.reading import InputError
-from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory
+from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory, visible_controls
 from forgemem.workspace import Snapshot, Workspace
 
 FILE_FORMATS = {"agents-md": "AGENTS.md", "claude-md": "CLAUDE.md", "cursor-rules": ".cursor/rules/forgemem.mdc"}
@@ -122,7 +122,8 @@ def _order(memory: Memory) -> tuple:
 
 def _bullet(memory: Memory) -> str:
     """A memory as a list item: its first line after `- `, the others indented under it, markers defused."""
-    lines = [_defuse(line) for line in memory.body.split("\n")]
+    # control characters shown as \xNN: an escape sequence in a cloned memory reaches no AGENTS.md reader's terminal
+    lines = [_defuse(line) for line in visible_controls(memory.body).split("\n")]
     if sum(1 for line in lines if sections._FENCE.match(line)) % 2:
         lines.append("```")  # an unclosed code block would swallow the rest of the file
     return "\n".join(["- " + lines[0]] + [("  " + line) if line.strip() else "" for line in lines[1:]])

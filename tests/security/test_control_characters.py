@@ -120,3 +120,20 @@ def test_capture_writes_pasted_terminal_output_without_its_escape_bytes(cli, git
         assert not RAW_CONTROL.search(path.read_text()), path.read_text()
     memories = Workspace.open(cwd=git_repo).load().memories
     assert any("make test" in m.body for m in memories)
+
+
+def test_gits_diff_of_a_memory_file_and_an_export_show_them(cli, git_repo, monkeypatch, tmp_path):
+    """Found by a new-user trial: `forgemem diff-driver` (so `git log -p`) and `export` passed them through."""
+    from forgemem.git.drivers import textconv
+
+    repo, _ = hostile_repo(git_repo)
+    monkeypatch.chdir(repo)
+    (path,) = (repo / ".forge" / "memory").rglob("*.md")
+    shown = textconv(path.read_bytes(), str(path))
+    assert "make test" in shown and not RAW_CONTROL.search(shown)
+    raw = textconv(b"not a memory file \x1b]0;owned\x07\r\n", "x.md")
+    assert not RAW_CONTROL.search(raw)
+    target = tmp_path / "AGENTS.md"
+    assert cli("export", "--format", "agents-md", "-o", str(target)).code == 0
+    exported = target.read_text()
+    assert "make test" in exported and not RAW_CONTROL.search(exported)

@@ -402,7 +402,8 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"non ancora|nog niet)\b")
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
 _REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|we need|can you|could you|please)\s+"
-               r"(?:a|an|to (?:add|build|create|make|write|fix|implement|have|get|see)|(?:add|make|create|write|"
+               r"(?:a|an|to (?:quickly |just )?(?:add|build|create|make|write|fix|implement|have|get|see|try|run|test|"
+               r"check|debug)|(?:add|make|create|write|"
                r"build|fix|implement) (?:a|an|the))\b",
                # ... in the other languages people write to their agent
                r"^(?:\W*\w+\W+){0,2}?(?:il me faut|j'ai besoin d|je veux|je voudrais|peux-tu|tu peux|ich brauche|"
