@@ -391,6 +391,8 @@ class Workspace:
                                 status=status)
         name = memfile.file_name(memory)
         twin = recent_twin(store, memory, store.memory_dir / category, name[: -len(f"{memory.short_id()}.md")])
+        if twin is not None and not (snap or reload()).graph.is_head(twin.id):
+            twin = None  # superseded since: adding it again makes it current again, as a new memory
         if twin is not None:
             self.reused.append(twin.id)
             self._notice(f"the same memory was added at {format_timestamp(twin.created_at)} as {twin.id}: "

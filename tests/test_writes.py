@@ -255,3 +255,20 @@ def test_fingerprints_from_the_cache_match_the_files(project):
     assert snap.memories
     for memory in snap.memories:
         assert fingerprint(memory) == fingerprint(memfile.read_file(memory.path)), memory.path
+
+
+def test_adding_again_a_memory_superseded_since_writes_it_anew(tmp_path):
+    """Found by a new-user trial: `add` within the duplicate window handed back the superseded memory, so the
+    rule re-added stayed not current."""
+    from forgemem.workspace import Workspace, init_forge_dir
+
+    init_forge_dir(tmp_path / "p" / ".forge")
+    init_forge_dir(tmp_path / "h" / ".forge")
+    ws = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "p/.forge/memory", user_dir=tmp_path / "h/.forge/memory")
+    first, _ = ws.add("Round money with Math.round.", scope="repo", category="project-conventions")
+    assert ws.add("Round money with Math.round.", scope="repo", category="project-conventions")[0].id == first.id
+    newer, _ = ws.add("Round money with a decimal library.", scope="repo", category="project-conventions",
+                      supersedes=[first.id])
+    again, _ = ws.add("Round money with Math.round.", scope="repo", category="project-conventions")
+    assert again.id != first.id
+    assert again.id in {m.id for m in ws.load().graph.heads()}
