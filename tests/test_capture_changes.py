@@ -197,3 +197,17 @@ def test_a_description_of_the_code_right_now_replaces_no_rule(tmp_path, real_emb
                             ("assistant", "Done."))
     assert all(m.supersedes != (old.id,) for m in written), written
     assert old.id in _current(workspace, real_embedder)
+
+
+@pytest.mark.parametrize("seed, said", [
+    ("Run the tests with make test.", "From now on always run the linter number 1 before committing, never skip it."),
+    ("Make `bun run test:unit` the standard command for running tests before pushing.",
+     "from now on always run bun run lint before committing"),
+])
+def test_a_new_standing_rule_beside_an_old_one_replaces_nothing(tmp_path, real_embedder, seed, said):
+    """Found by CI and a new-user trial: a new rule on another subject ("run" shared, or the same tool named)
+    superseded the test command."""
+    workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder, ("user", said), ("assistant", "Understood."))
+    assert written and all(m.supersedes != (old.id,) for m in written), written
+    assert old.id in _current(workspace, real_embedder)

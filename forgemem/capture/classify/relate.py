@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -182,15 +183,29 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
 
 
 _ACROSS_ON_SUBJECT = FEATURES.index("other_scope_x_subject")
+def _adds_to(x: list[float], said: str) -> bool:
+    """A new standing rule beside the old one, not a change of it: every name of the old memory kept, nothing
+    turned down, swapped or renumbered, and no word of change but standing ones ("from now on always run bun
+    run lint before committing" where "make `bun run test:unit` the standard command for tests" holds)."""
+    if not x[_KEPT] or x[_NEGATED] or x[_NAME_SWAP] or x[_FAMILY_SWAP] or x[_NUMBER_CHANGE] or x[_FLIP]:
+        return False
+    return not _CHANGE.search(_STANDING_WORDS.sub(" ", said))
+
+
+_STANDING_WORDS = re.compile(r"\b(?:from now on|going forward|from here on|now)\b", re.I)
+
+
 def _on_subject(x: list[float]) -> bool:
     """Whether a pair is about one subject: a name, a kind of tool or a subject word shared, their words, or
     their meaning (said in another language: "l'API renvoie désormais …" and "API error messages …")."""
-    return bool(x[_SHARED] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_SUBJECT] or x[_OVERLAP] >= SAME_WORDS_AT
-                or x[_SIMILARITY] >= SAME_MEANING_AT)
+    return bool(x[_SHARED] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_OVERLAP] >= SAME_WORDS_AT
+                or x[_SIMILARITY] >= SAME_MEANING_AT or (x[_SUBJECT] and x[_SIMILARITY] >= NEAR_AT))
 
 
-#: the share of content words, or the cosine, from which two statements are on one subject
-SAME_WORDS_AT, SAME_MEANING_AT = 0.25, 0.5
+#: the share of content words, or the cosine, from which two statements are on one subject; a subject word
+#: shared ("run" the tests, "run" the linter) counts only from NEAR_AT
+SAME_WORDS_AT, SAME_MEANING_AT, NEAR_AT = 0.25, 0.5, 0.3
+_NEGATED, _NAME_SWAP, _FLIP = (FEATURES.index(f) for f in ("old_name_negated", "name_swap", "polarity_flip"))
 _FAMILIES, _SUBJECT, _OVERLAP, _SIMILARITY = (
     FEATURES.index(f) for f in ("family_shared", "subject_shared", "content_overlap", "similarity"))
 _FAMILY_SWAP, _KEPT, _REFINE_CUE, _NUMBER_CHANGE, _SHARED, _CHANGED = (
@@ -261,7 +276,7 @@ def relate(
         if label in ("supersedes", "refines"):  # a supersession or refinement never crosses scopes
             picks = [i for i in picks if candidates[i].scope == scope]
         if label == "supersedes":  # ... and replaces a rule on the same subject, whatever else changed
-            picks = [i for i in picks if _on_subject(xs[i])]
+            picks = [i for i in picks if _on_subject(xs[i]) and not _adds_to(xs[i], said or new_text)]
         if label == "refines":
             picks = [i for i in picks if candidates[i].similarity >= REFINES_AT]
         return max(picks, key=lambda i: probs[i][label]) if picks else None
