@@ -166,7 +166,8 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
     from rich.table import Column, Table
 
     # the transcript's path folds onto more lines in a narrow terminal instead of being cut to "trial-trans…"
-    table = Table(Column("transcript", overflow="fold", ratio=1), "format", "read", "exchanges", "waiting", "passes",
+    table = Table(Column("transcript", overflow="fold", ratio=1, min_width=28), "format", "read", "exchanges", "waiting",
+                  Column("passes", overflow="fold"),
                   "chars sent", box=None)
     for t in status["transcripts"]:
         read = f"{t['offset']}/{t['size']}" if t["size"] is not None else f"{t['offset']} (gone)"
