@@ -79,14 +79,20 @@ def test_their_own_question_said_yes_to_after_the_agent_weighed_it_is_their_chan
     assert old.id not in _current(workspace, real_embedder)
 
 
-def test_a_yes_to_a_one_off_step_after_a_question_replaces_nothing(tmp_path, real_embedder):
-    workspace, old = _store_with(tmp_path, "Use vitest for the TypeScript tests.", "repo", "project-conventions")
-    written = _conversation(workspace, real_embedder,
-                            ("user", "can we rerun the flaky job?"),
-                            ("assistant", "The e2e job failed on a timeout; rerun it?"),
-                            ("user", "yes"),
-                            ("assistant", "Rerun started."))
-    assert written == []
+@pytest.mark.parametrize("seed, turns", [
+    # a yes to a one-off step after a question replaces nothing
+    ("Use vitest for the TypeScript tests.", [("user", "can we rerun the flaky job?"),
+                                              ("assistant", "The e2e job failed on a timeout; rerun it?"),
+                                              ("user", "yes"), ("assistant", "Rerun started.")]),
+    # a rule said "like always", close to one the store holds, is not written again
+    ("pnpm only", [("user", "add zod to the web package"),
+                   ("assistant", "Which package manager should I use here, npm or pnpm?"),
+                   ("user", "pnpm, like always"), ("assistant", "`pnpm add zod --filter web` done.")]),
+], ids=["yes-to-a-one-off", "like-always"])
+def test_nothing_is_written_and_the_rule_stays_current(tmp_path, real_embedder, seed, turns):
+    workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")
+    assert _conversation(workspace, real_embedder, *turns) == []
+    assert old.id in _current(workspace, real_embedder)
 
 
 @pytest.mark.parametrize("sentence, statement", [
@@ -174,17 +180,6 @@ def test_thats_a_rule_here_joins_the_rule_before_it(tmp_path, real_embedder):
 ])
 def test_a_problem_or_a_need_of_the_moment_is_no_memory(sentence):
     assert never_durable(sentence)
-
-
-def test_a_rule_said_as_usual_is_not_written_again(tmp_path, real_embedder):
-    workspace, old = _store_with(tmp_path, "pnpm only", "repo", "project-conventions")
-    written = _conversation(workspace, real_embedder,
-                            ("user", "add zod to the web package"),
-                            ("assistant", "Which package manager should I use here, npm or pnpm?"),
-                            ("user", "pnpm, like always"),
-                            ("assistant", "`pnpm add zod --filter web` done."))
-    assert written == []
-    assert old.id in _current(workspace, real_embedder)
 
 
 def test_a_description_of_the_code_right_now_replaces_no_rule(tmp_path, real_embedder):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 SUPERSEDES = "supersedes"
 CONTRADICTS = "contradicts"
+RELATES_TO = "relates-to"
 
 
 @dataclass(frozen=True)

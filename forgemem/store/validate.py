@@ -7,9 +7,7 @@ duplicate ids by `workspace` while it gathers the stores.
 from __future__ import annotations
 
 from forgemem.errors import Problem
-from forgemem.store.graph import SUPERSEDES, MemoryGraph
-
-RELATES_TO = "relates-to"
+from forgemem.store.graph import RELATES_TO, SUPERSEDES, MemoryGraph
 
 
 def graph_problems(graph: MemoryGraph) -> list[Problem]:

@@ -155,7 +155,7 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     union = old.content | new.content
     overlap = len(old.content & new.content) / len(union) if union else 0.0
     polarity_flip = _negative(candidate.text) != _negative(new_text)
-    subject = float(bool(subjects) or bool(shared) or overlap >= 0.25)
+    subject = float(bool(subjects) or bool(shared) or overlap >= SAME_WORDS_AT)
     swap = float(name_swap or family_swap or number_change or negated)
     return [
         1.0,
@@ -182,7 +182,19 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     ]
 
 
-_ACROSS_ON_SUBJECT = FEATURES.index("other_scope_x_subject")
+_ACROSS_ON_SUBJECT, _CHANGED, _REFINE_CUE, _SHARED, _KEPT, _NEGATED, _NAME_SWAP, _FAMILY_SWAP, _NUMBER_CHANGE = (
+    FEATURES.index(f) for f in ("other_scope_x_subject", "change", "refine_cue", "shared_name", "old_name_kept",
+                                "old_name_negated", "name_swap", "family_swap", "number_change"))
+_SUBJECT, _FAMILIES, _OVERLAP, _FLIP, _SIMILARITY = (
+    FEATURES.index(f) for f in ("subject_shared", "family_shared", "content_overlap", "polarity_flip", "similarity"))
+#: the share of content words, or the cosine, from which two statements are on one subject; a subject word
+#: shared ("run" the tests, "run" the linter) counts only from NEAR_AT
+SAME_WORDS_AT, SAME_MEANING_AT, NEAR_AT = 0.25, 0.5, 0.3
+#: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
+EXCLUSIVE_SWAP = 0.6
+_STANDING_WORDS = re.compile(r"\b(?:from now on|going forward|from here on|now)\b", re.I)
+
+
 def _adds_to(x: list[float], said: str) -> bool:
     """A new standing rule beside the old one, not a change of it: every name of the old memory kept, nothing
     turned down, swapped or renumbered, and no word of change but standing ones ("from now on always run bun
@@ -192,26 +204,11 @@ def _adds_to(x: list[float], said: str) -> bool:
     return not _CHANGE.search(_STANDING_WORDS.sub(" ", said))
 
 
-_STANDING_WORDS = re.compile(r"\b(?:from now on|going forward|from here on|now)\b", re.I)
-
-
 def _on_subject(x: list[float]) -> bool:
     """Whether a pair is about one subject: a name, a kind of tool or a subject word shared, their words, or
     their meaning (said in another language: "l'API renvoie désormais …" and "API error messages …")."""
     return bool(x[_SHARED] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_OVERLAP] >= SAME_WORDS_AT
                 or x[_SIMILARITY] >= SAME_MEANING_AT or (x[_SUBJECT] and x[_SIMILARITY] >= NEAR_AT))
-
-
-#: the share of content words, or the cosine, from which two statements are on one subject; a subject word
-#: shared ("run" the tests, "run" the linter) counts only from NEAR_AT
-SAME_WORDS_AT, SAME_MEANING_AT, NEAR_AT = 0.25, 0.5, 0.3
-_NEGATED, _NAME_SWAP, _FLIP = (FEATURES.index(f) for f in ("old_name_negated", "name_swap", "polarity_flip"))
-_FAMILIES, _SUBJECT, _OVERLAP, _SIMILARITY = (
-    FEATURES.index(f) for f in ("family_shared", "subject_shared", "content_overlap", "similarity"))
-_FAMILY_SWAP, _KEPT, _REFINE_CUE, _NUMBER_CHANGE, _SHARED, _CHANGED = (
-    FEATURES.index(f) for f in ("family_swap", "old_name_kept", "refine_cue", "number_change", "shared_name", "change"))
-#: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
-EXCLUSIVE_SWAP = 0.6
 
 
 # --------------------------------------------------------------------------- model

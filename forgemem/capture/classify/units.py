@@ -29,7 +29,7 @@ def units(text: str) -> list[str]:
         if _LOGGY.match(line) or line.startswith(">") or line.count("  ") > 3:
             continue
         for piece in (chunk for sentence in _SENTENCE_END.split(line) for part in _rule_then_task(sentence)
-                      for chunk in _cut(part)):
+                      for clause in _facts_listed(part) for chunk in _cut(clause)):
             piece = piece.strip(" -*•\t")
             if piece and re.search(r"[^\W\d_]", piece):
                 found.append(piece)
@@ -52,7 +52,7 @@ def _rule_then_task(sentence: str) -> list[str]:
     for match in _THEN_TASK.finditer(sentence):
         if _ENDS_STANDING.search(sentence[:match.start()]):
             return [sentence[:match.start()], sentence[match.end():]]
-    return _facts_listed(sentence)
+    return [sentence]
 
 
 #: "quick context so you stop guessing: im on macos (m2), i use neovim not vscode, and im in berlin time": what
