@@ -111,6 +111,10 @@ def test_what_their_question_proposes(sentence, statement):
     "python manage.py migrate is dying",
     "the staging deploy is stuck again",
     "hi, new repo for me.",
+    # a step of the work at hand, pointing at its thing
+    "run prettier over src/ so we don't get a giant diff later",
+    "delete src/queue entirely while you're at it, and the bullmq dep",
+    "yes, and drop pytest-xdist from the dev deps",
 ])
 def test_one_off_talk_is_never_a_memory(sentence):
     assert never_durable(sentence)
@@ -120,6 +124,9 @@ def test_one_off_talk_is_never_a_memory(sentence):
     "always give me the full diff",
     "when you explain, give me the reasoning first",
     "we're migrating to postgres, the sqlite file is dying under load",
+    # a step said with when it recurs
+    "run `make check` before you push",
+    "update the CHANGELOG.md for every user-facing change",
 ])
 def test_standing_requests_and_changes_still_can_be(sentence):
     assert not never_durable(sentence)
@@ -206,3 +213,19 @@ def test_a_new_standing_rule_beside_an_old_one_replaces_nothing(tmp_path, real_e
     written = _conversation(workspace, real_embedder, ("user", said), ("assistant", "Understood."))
     assert written and all(m.supersedes != (old.id,) for m in written), written
     assert old.id in _current(workspace, real_embedder)
+
+
+def test_a_new_version_keeps_the_kind_of_a_hand_filed_memory_in_its_scope(tmp_path, real_embedder):
+    """A person filed a style rule with the repository as a coding preference: its new version stays one (the
+    repository's ways of writing code are otherwise filed as its conventions)."""
+    workspace, old = _store_with(tmp_path, "Timestamps: store naive UTC, use datetime.utcnow().", "repo",
+                                 "coding-preferences")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "the report shows times an hour off"),
+                            ("assistant", "`created_at` is naive UTC from datetime.utcnow(), rendered as local."),
+                            ("user", "from now on everything timezone aware: datetime.now(timezone.utc), no more "
+                                     "utcnow"),
+                            ("assistant", "Replaced 14 utcnow() calls."))
+    replacing = [m for m in written if m.supersedes == (old.id,)]
+    assert len(replacing) == 1 and "timezone.utc" in replacing[0].body, written
+    assert (replacing[0].category, replacing[0].scope) == ("coding-preferences", "repo")

@@ -415,6 +415,23 @@ _REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|we ne
 _ASKS_FOR_OUTPUT = _rx(r"^(?:\W*(?!always\b|never\b|when\b|whenever\b)\w+\W+){0,2}?(?:give|show|send|tell|get|find) me "
                        r"(?:the|a|an|all|some|that|those|these)\b")
 _EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by default)\b")
+#: a step of the work at hand, asked for by its verb and pointing at its thing ("run prettier over src/ so we
+#: don't get a giant diff later", "delete src/queue entirely", "yes, and drop pytest-xdist from the dev deps"): a
+#: task, unless it says when it recurs ("run `make check` before you push", "always …")
+_STEP_OPENS = (r"^(?:\W*(?:ok(?:ay)?|yes|yeah|yep|sure|so|and|also|then|now|pls|please|good call on [\w./-]+|great|"
+               r"cool|nice|thanks|thx)\W+)*")
+_TASK_AT_HAND = _rx(_STEP_OPENS + r"(?:re-?run|run|add|create|write|fix|open|build|generate|bump|rename|split|extract|"
+                    r"refactor|implement|update|push|commit|merge|rebase|deploy|publish|check|reformat|clean up|port|"
+                    r"revert|delete|wire up|hook up|draft|regenerate|rewrite|move|convert|install|upgrade)\s+"
+                    r"(?:[\w-]+\s+){0,2}?(?:(?:it|them|this|that|these|those|the|my|our)\b|[\w./-]*/[\w./-]*|`[^`]+`|"
+                    r"\w+\.\w+\b)",
+                    _STEP_OPENS + r"(?:drop|remove) [\w.@/-]+ from (?:the )?(?:dev )?(?:deps|dependencies|requirements|"
+                    r"package\.json|pyproject|lockfile|[\w./-]+\.\w+)\b")
+_SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)? you|before (?:you |we |i )?\w+ing|"
+                           r"before (?:you |we )?(?:commit|push|merg|open|deploy|releas)\w*|after (?:you |we )?"
+                           r"(?:\w+ing|commit|push|merg)\w*|from now on|going forward|by default|in this (?:repo|"
+                           r"project|codebase)|instead|first|should|must|as (?:usual|always)|any ?time|on every|for "
+                           r"(?:all|every|any) )\b")
 
 
 def never_durable(sentence: str) -> bool:
@@ -435,6 +452,8 @@ def never_durable(sentence: str) -> bool:
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
         return True
     if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
+        return True
+    if _TASK_AT_HAND.search(sentence.strip()) and not _SAYS_WHEN_IT_RECURS.search(sentence):
         return True
     return bool(_ASKS.search(sentence.strip())) and not _STANDING.search(sentence)
 

@@ -191,12 +191,14 @@ class OfflineClassifier:
             if relation != "supersedes" and says_as_usual(unit) and any(
                     n.memory.scope == scope and n.similarity >= RESTATED_AT for n in nearest):
                 continue  # "pnpm, like always": the rule the store holds, said again
-            replaced = next((n.memory.category for n in nearest if n.memory.id == target), None)
+            replaced = next((n.memory for n in nearest if n.memory.id == target), None)
             if relation == "supersedes" and replaced:
                 # a new version of a memory keeps its kind (in every labelled set, 36 of 37 changes of mind do): a
                 # change of mind about a convention is one too, not a correction of the agent
-                category = replaced
-            if scope == "user" and category in ("project-conventions", "architectural-decisions"):
+                category = replaced.category
+            if relation == "supersedes" and replaced and replaced.scope == scope:
+                pass  # ... even a kind filed against its scope's usual one ("coding-preferences" in a repository)
+            elif scope == "user" and category in ("project-conventions", "architectural-decisions"):
                 # a project's convention or decision lives with the project: one that holds in every project of
                 # the person ("in all my projects use uv") is their way of working
                 category = "coding-preferences"
