@@ -229,3 +229,29 @@ def test_a_new_version_keeps_the_kind_of_a_hand_filed_memory_in_its_scope(tmp_pa
     replacing = [m for m in written if m.supersedes == (old.id,)]
     assert len(replacing) == 1 and "timezone.utc" in replacing[0].body, written
     assert (replacing[0].category, replacing[0].scope) == ("coding-preferences", "repo")
+
+
+def test_a_chain_said_by_what_goes_ends_on_its_last_word(tmp_path, real_embedder):
+    """"no more path versions … header versioning", then "scrap header versioning, back to … the path": each
+    replaces the rule whose words it says go, not the rule beside it that shares its subject ("never ship
+    breaking changes to a published API version"), and only the last is current."""
+    workspace, path = _store_with(tmp_path, "API versioning in the URL path: /v1/..., /v2/...", "repo",
+                                  "architectural-decisions")
+    beside, _ = workspace.add("never ship breaking changes to a published API version", scope="repo",
+                              category="architectural-decisions")
+    (header,) = _conversation(workspace, real_embedder,
+                              ("user", "we need a v2 of the orders endpoint, line_items is changing shape"),
+                              ("assistant", "I'd add `/v2/orders` next to `/v1/orders` with a separate serializer."),
+                              ("user", "actually no more path versions. let's do header versioning: clients send "
+                                       "`Accept-Version: 2`, default to 1 when it's missing. one route, dispatch on "
+                                       "the header"),
+                              ("assistant", "Added the api_version middleware; tests for both versions pass."))
+    assert header.supersedes == (path.id,) and "Accept-Version" in header.body
+    (back,) = _conversation(workspace, real_embedder,
+                            ("user", "the CDN is caching /orders regardless of Accept-Version"),
+                            ("assistant", "CloudFront's cache key doesn't include Accept-Version."),
+                            ("user", "ugh. scrap header versioning, back to versions in the path (/v2/orders). "
+                                     "remove the Accept-Version middleware"),
+                            ("assistant", "Removed the middleware; routes are /v1/orders and /v2/orders."))
+    assert back.supersedes == (header.id,)
+    assert _current(workspace, real_embedder) & {path.id, header.id, beside.id, back.id} == {beside.id, back.id}

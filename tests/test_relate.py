@@ -12,7 +12,7 @@ import json
 import pytest
 
 from forgemem.capture.classify import relate as rel
-from forgemem.capture.classify.relate import Candidate, relate
+from forgemem.capture.classify.relate import Candidate, _said_to_go, relate
 
 POETRY = "Use poetry for dependency management."
 #: the six phrasings of "we move from poetry to uv" (said, the rule a memory will hold)
@@ -197,3 +197,13 @@ def test_a_new_value_of_a_named_thing_said_as_a_change_replaces_the_old_one(ask)
     # the same name and a new number without a word of change is not taken for one
     assert ask("node 18 (.nvmrc)", "the lambda runtime in the other account is node 20",
                "The lambda runtime in the other account is node 20.")[0] != "supersedes"
+
+
+@pytest.mark.parametrize("said, gone", [
+    ("actually no more path versions. let's do header versioning", {"path", "version"}),
+    ("ugh. scrap header versioning, back to versions in the path", {"header", "version"}),
+    ("the path versions are out, its all headers now", {"path", "version"}),
+    ("use ruff for formatting", set()),
+])
+def test_the_words_said_to_go(said, gone):
+    assert _said_to_go(said) == gone

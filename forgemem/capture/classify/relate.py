@@ -12,8 +12,9 @@ described by a few signals, all cheap and offline:
 * **names**: tools, products, versions, paths and code spans in both texts
   (`relate_names._names`): shared ones, swapped ones (old name gone, new name
   in), an old name negated in what was said ("moved off poetry", "poetry is
-  gone", "not npm", "von MySQL auf …"), a changed number ("Node 18" → "Node
-  22", "two approvals" → "one");
+  gone", "not npm", "von MySQL auf …") or the old rule's words said to go
+  ("scrap header versioning", "no more path versions"), a changed number
+  ("Node 18" → "Node 22", "two approvals" → "one");
 * **subject**: what the rule is about — a small lexicon of tool families and
   subject words (`relate_names._LEXICON`): poetry, uv and "deps" are all
   *Python dependencies*, so "use uv" and "poetry is gone" share a subject with
@@ -40,7 +41,9 @@ both stay), unrelated. The decision over all candidates:
    or number swapped or turned down, no flip between a positive and a negative
    rule, no new name or number: the same rule said again;
 2. **supersedes** the same-scope candidate the model most believes superseded
-   (a supersession never crosses scopes);
+   (a supersession never crosses scopes); of several, the one whose words the
+   person said go; a swap of one tool or value for another scores at least
+   EXCLUSIVE_SWAP;
 3. **refines** the same-scope candidate it most believes refined, at cosine ≥ REFINES_AT (a
    refinement is on the same subject, whatever words of addition it uses);
 4. **relates-to** a candidate the model puts on the same subject in the other
@@ -134,7 +137,10 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     sim = float(candidate.similarity)
     same_scope = float(candidate.scope == scope)
     shared = old.names & new.names
-    negated = any(_negated(spoken, name) for name in old.names)
+    gone_words = _said_to_go(spoken)
+    # an old name turned down ("moved off poetry"), or the old rule's words said to go ("scrap header versioning")
+    negated = (any(_negated(spoken, name) for name in old.names)
+               or (bool(gone_words) and len(gone_words & old.content) >= min(2, len(gone_words))))
     # a name the old memory turned down and the new one takes back ("rip out prettier" -> "back to prettier")
     revived = {name for name in old.names & rule.names if _negated(candidate.text, name) and not _negated(spoken, name)}
     kept = any(name in rule.names for name in old.names - revived) and not negated
@@ -202,6 +208,21 @@ def _adds_to(x: list[float], said: str) -> bool:
     if not x[_KEPT] or x[_NEGATED] or x[_NAME_SWAP] or x[_FAMILY_SWAP] or x[_NUMBER_CHANGE] or x[_FLIP]:
         return False
     return not _CHANGE.search(_STANDING_WORDS.sub(" ", said))
+
+
+_WORD = r"[\w+/-]+(?:\.[\w+/-]+)*"  # a word, a path or a dotted name, not the full stop after it
+#: what the person says goes: "no more path versions", "scrap header versioning", "forget the 80 col thing",
+#: "redis is out"
+_GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(?:ped)?|forget(?: about)?|get rid of|"
+                         r"rip(?:ped)? out|moved? off|instead of|away from|done with|no longer)\s+(?:the |our |that |"
+                         rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
+_GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake)\b", re.I)
+
+
+def _said_to_go(said: str) -> set[str]:
+    """The content words of what the person says goes (`_content`'s stems)."""
+    spans = [m.group(1) for rx in (_GOES_AFTER, _GOES_BEFORE) for m in rx.finditer(said)]
+    return set().union(*(_content(span, set()) for span in spans)) if spans else set()
 
 
 def _on_subject(x: list[float]) -> bool:
@@ -274,20 +295,25 @@ def relate(
             picks = [i for i in picks if candidates[i].scope == scope]
         if label == "supersedes":  # ... and replaces a rule on the same subject, whatever else changed
             picks = [i for i in picks if _on_subject(xs[i]) and not _adds_to(xs[i], said or new_text)]
+            if len(picks) > 1:  # ... the one whose words the person said go, when they said so
+                gone = _said_to_go(said or new_text)
+                named = {i: len(gone & _side(candidates[i].text).content) for i in picks}
+                if max(named.values()) > 0:
+                    picks = [i for i in picks if named[i] == max(named.values())]
         if label == "refines":
             picks = [i for i in picks if candidates[i].similarity >= REFINES_AT]
         return max(picks, key=lambda i: probs[i][label]) if picks else None
 
     if _same_rule_again(new_text, said, xs[nearest], candidates[nearest], scope):
         return "duplicate", nearest, candidates[nearest].similarity
-    for label in ("supersedes", "refines"):
-        if (i := top(label)) is not None:
-            return label, i, probs[i][label]
     # one tool of a kind holds at a time: "use uv" where "use poetry" held, the old one not named again and no
     # word of addition, replaces it, however few words it takes; and one value of a named thing: "bumping to node
     # 20" where "node 18" held
     swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and not x[_REFINE_CUE]
              and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
+    for label in ("supersedes", "refines"):
+        if (i := top(label)) is not None:
+            return label, i, max(probs[i][label], EXCLUSIVE_SWAP) if i in swaps else probs[i][label]
     if swaps:
         i = max(swaps, key=lambda i: candidates[i].similarity)
         return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
