@@ -255,3 +255,30 @@ def test_a_chain_said_by_what_goes_ends_on_its_last_word(tmp_path, real_embedder
                             ("assistant", "Removed the middleware; routes are /v1/orders and /v2/orders."))
     assert back.supersedes == (header.id,)
     assert _current(workspace, real_embedder) & {path.id, header.id, beside.id, back.id} == {beside.id, back.id}
+
+
+def test_one_change_said_again_in_a_later_turn_is_one_memory(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Maria wants squash merges", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "open a PR for the rate limiter branch"),
+                            ("assistant", "Opened #388; merge method set to squash per the repo convention."),
+                            ("user", "ah, maria changed her mind, merge commits again. she wants the individual "
+                                     "commits in main's history"),
+                            ("assistant", "Switched #388 to a merge commit. Change the repo default too?"),
+                            ("user", "no i don't have admin, she'll flip it. just don't squash anything from now on"),
+                            ("assistant", "Understood."))
+    (memory,) = written
+    assert memory.supersedes == (old.id,) and "merge commits" in memory.body and "squash" in memory.body
+
+
+def test_a_later_turn_taking_the_earlier_change_back_replaces_it(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Use npm to install JavaScript dependencies.", "repo",
+                                 "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "we're moving off npm, use yarn for installs from now on"),
+                            ("assistant", "Switched the scripts to yarn."),
+                            ("user", "actually no, not yarn. pnpm instead of npm, it's what the other repos use"),
+                            ("assistant", "Switched to pnpm."))
+    assert old.id not in _current(workspace, real_embedder)
+    current = [m for m in written if m.id in _current(workspace, real_embedder)]
+    assert len(current) == 1 and "pnpm" in current[0].body, written

@@ -3,7 +3,8 @@
 A change of mind inside one pass ("use structlog … actually no, stdlib logging") is
 written as both statements, the later superseding the earlier, so the earlier is never
 current; two sentences of one turn that replace the same memory are one memory; the
-same statement said twice is written once.
+same statement said twice is written once; a change said again in a later turn of the pass (the same
+memory replaced, nothing of the earlier taken back) is one memory too.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def _similarity(embedder):
     return cosine
 
 
-def _one_change(earlier: Proposal, later: Proposal) -> bool:
-    """Whether two proposals are one change said in two sentences: the same turn, the same memory replaced."""
-    return (earlier.turn is not None and earlier.turn is later.turn and earlier.relation == later.relation == "supersedes"
+def _one_change(earlier: Proposal, later: Proposal, turns: bool = True) -> bool:
+    """Whether two proposals are one change said in two sentences: the same memory replaced (and, with `turns`,
+    in the same turn)."""
+    return ((not turns or (earlier.turn is not None and earlier.turn is later.turn))
+            and earlier.replaced_by is None and earlier.relation == later.relation == "supersedes"
             and earlier.target is not None and earlier.target == later.target and earlier.scope == later.scope
             and len(earlier.text) + len(later.text) <= JOINED_CHARS)
 
@@ -70,10 +73,9 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
             # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
             # … so uv add / uv sync from now on, no more poetry"): one memory, or the second, a fragment,
             # would replace the first
-            same.text = _joined(same.text, proposal.text, proposal.quote)
-            same.quote = _quote(f"{same.quote} … {proposal.quote}", 2 * QUOTE_CHARS)
-            same.reason += "; with the next sentence of the same turn, which replaces the same memory"
+            _join(same, proposal, "the next sentence of the same turn, which replaces the same memory")
             continue
+        joined = False
         for earlier in reversed(kept):
             candidate = Candidate(earlier.text, earlier.category, earlier.scope,
                                   similarity(earlier.text, proposal.text))
@@ -86,6 +88,14 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 # two statements of one pass with no word of a change between them ("this codebase is all
                 # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier
                 relation = "relates-to"
+            if (relation != "duplicate" and _one_change(earlier, proposal, turns=False)
+                    and not _swaps(proposal, candidate)):
+                # a later turn of the pass replacing the same memory and taking nothing of the earlier back: the
+                # same change said again in other words ("maria changed her mind, merge commits again" … "just
+                # don't squash anything from now on"): one memory, or both would be current
+                _join(earlier, proposal, "a later turn of this pass, which replaces the same memory")
+                joined = True
+                break
             if index is None:
                 continue
             if relation == "duplicate":
@@ -102,8 +112,24 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 earlier.replaced_by = proposal
                 proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
                 break
-        kept.append(proposal)
+        if not joined:
+            kept.append(proposal)
     return kept
+
+
+def _swaps(later: Proposal, earlier) -> bool:
+    """Whether the later statement takes something of the earlier back: a name, a kind of tool or a number
+    swapped, or its words said to go ("use X instead of W" … "actually Y")."""
+    from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, features
+
+    x = features(later.text, later.quote, later.category, later.scope, earlier)
+    return bool(x[_NAME_SWAP] or x[_FAMILY_SWAP] or x[_NUMBER_CHANGE] or x[_NEGATED])
+
+
+def _join(earlier: Proposal, later: Proposal, why: str) -> None:
+    earlier.text = _joined(earlier.text, later.text, later.quote)
+    earlier.quote = _quote(f"{earlier.quote} … {later.quote}", 2 * QUOTE_CHARS)
+    earlier.reason += f"; with {why}"
 
 
 def _overlap(a: str, b: str) -> float:
