@@ -282,3 +282,14 @@ def test_a_later_turn_taking_the_earlier_change_back_replaces_it(tmp_path, real_
     assert old.id not in _current(workspace, real_embedder)
     current = [m for m in written if m.id in _current(workspace, real_embedder)]
     assert len(current) == 1 and "pnpm" in current[0].body, written
+
+
+@pytest.mark.parametrize("turn, want", [
+    ("amend it pls - team voted yesterday, we go with conventional commits now.",
+     ["amend it pls", "team voted yesterday, we go with conventional commits now."]),
+    # a dash inside a code span is the code's
+    ("Deviations need a `/* MISRA deviation: rule x.y - reason */` comment right there.",
+     ["Deviations need a `/* MISRA deviation: rule x.y - reason */` comment right there."]),
+])
+def test_a_typed_dash_between_a_task_and_a_rule_parts_them(turn, want):
+    assert units(turn) == want
