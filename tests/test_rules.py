@@ -79,6 +79,9 @@ def test_just_meaning_only_stays():
          "The user is a backend developer and the user mostly writes Go."),
         ("i work on windows w/o admin rights", "The user works on windows without admin rights."),
         ("i cant read sql in lowercase", "The user cannot read sql in lowercase."),
+        # an adverb before the verb is kept as it is ("normallies" was a bug), "apply" is a verb
+        ("i normally prefer pytest style", "The user normally prefers pytest style."),
+        ("i apply black to everything", "The user applies black to everything."),
     ],
 )
 def test_first_person_becomes_the_user(sentence, expected):

@@ -102,7 +102,8 @@ _FIRST_PERSON: list[tuple[re.Pattern[str], str]] = [
 ]
 _I_VERB = re.compile(
     r"\b(?:I|i) ((?:(?:really|strongly|much|mostly|usually|always|never|also|only|still|often|rarely|sometimes|"
-    r"generally|just|already|no longer|now) )*)(?!no\b|not\b)([a-z][a-z'-]*[a-z])\b"
+    r"generally|just|already|no longer|now|(?!apply\b|reply\b|rely\b|supply\b|multiply\b|comply\b)[a-z]{3,}ly) )*)"
+    r"(?!no\b|not\b)([a-z][a-z'-]*[a-z])\b"
 )
 _WE_ELSEWHERE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bwe(?:'re| are)\b", re.I), "the project is"),
