@@ -293,3 +293,32 @@ def test_a_later_turn_taking_the_earlier_change_back_replaces_it(tmp_path, real_
 ])
 def test_a_typed_dash_between_a_task_and_a_rule_parts_them(turn, want):
     assert units(turn) == want
+
+
+def test_a_change_of_mind_inside_one_pass_writes_only_its_final_statement(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Use print() for debug output in the notifier service.", "repo",
+                                 "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "the `notifier` service has print() everywhere. use structlog for logging in "
+                                     "this service going forward"),
+                            ("assistant", "Switched notifier to structlog."),
+                            ("user", "hm wait. scrap structlog, use stdlib logging with python-json-logger here too, "
+                                     "consistency wins"),
+                            ("assistant", "Switched to logging + python-json-logger."))
+    (memory,) = [m for m in written if "python-json-logger" in m.body]
+    assert not any("structlog" in m.body and "python-json-logger" not in m.body for m in written), written
+    assert "use structlog" in memory.source.quote and "scrap structlog" in memory.source.quote
+
+
+def test_a_rule_taken_back_in_the_next_turn_is_not_written(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Global client state uses Redux Toolkit (store in src/store/).", "repo",
+                                 "architectural-decisions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "redux boilerplate is killing me. lets move global state to zustand going "
+                                     "forward, start with the cart slice"),
+                            ("assistant", "Created src/store/cart.ts with a zustand store; 4 more slices use redux."),
+                            ("user", "hmm. 4 more plus the saga... ok no, forget it, too much churn two weeks before "
+                                     "release. revert that"),
+                            ("assistant", "Reverted."))
+    assert written == []
+    assert old.id in _current(workspace, real_embedder)

@@ -142,17 +142,12 @@ class Capturer:
             notes=list(classification.notes),
         )
         written_vectors: list = []
-        ids: dict[int, str] = {}  # id(proposal) -> the memory written for it, this pass
         for proposal in classification.proposals:
-            if proposal.replaces is not None and id(proposal.replaces) in ids:
-                # a change of mind inside this pass: supersede what the earlier statement wrote
-                proposal.relation, proposal.target = "supersedes", ids[id(proposal.replaces)]
             why_not = self._check(proposal) or self._repeats(proposal, result.written, written_vectors)
             if why_not:
                 result.skipped.append((proposal, why_not))
                 continue
             memory, redacted = self._write(proposal, batch)
-            ids[id(proposal)] = memory.id
             result.written.append(memory)
             result.redacted.extend(redacted)
             self._refresh_after(memory)

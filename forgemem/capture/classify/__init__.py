@@ -57,9 +57,6 @@ class Proposal:
     turn: Turn | None = None  # where it was said
     confidence: float = 0.6
     reason: str = ""  # why the classifier wrote it (for --status and benchmarks)
-    # a change of mind inside one pass: the earlier proposal this one supersedes (and back)
-    replaces: "Proposal | None" = field(default=None, repr=False, compare=False)
-    replaced_by: "Proposal | None" = field(default=None, repr=False, compare=False)
 
 
 @dataclass

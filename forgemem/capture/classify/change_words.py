@@ -30,7 +30,7 @@ RETRACTED_AT = 0.35
 
 #: the old choice dropped by name: "scratch GORM", "we moved off wandb", "yarn is out", "no fix prefix anymore"
 _DROPPED = re.compile(
-    r"\b(?:scratch|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
+    r"\b(?:scratch|scrap(?:ped)?|ditch|drop(?:ped)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
     r"(?:gone|went|going|gotten|got) off|"
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"

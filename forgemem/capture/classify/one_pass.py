@@ -1,10 +1,11 @@
 """Statements of one capture pass that change one another.
 
 A change of mind inside one pass ("use structlog … actually no, stdlib logging") is
-written as both statements, the later superseding the earlier, so the earlier is never
-current; two sentences of one turn that replace the same memory are one memory; the
-same statement said twice is written once; a change said again in a later turn of the pass (the same
-memory replaced, nothing of the earlier taken back) is one memory too.
+written once, as its final statement: it replaces what the earlier statement replaced,
+and its provenance quotes both, so nothing said and taken back minutes later is left in
+the store; two sentences of one turn that replace the same memory are one memory; the
+same statement said twice is written once; a change said again in a later turn of the
+pass (the same memory replaced, nothing of the earlier taken back) is one memory too.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _one_change(earlier: Proposal, later: Proposal, turns: bool = True) -> bool:
     """Whether two proposals are one change said in two sentences: the same memory replaced (and, with `turns`,
     in the same turn)."""
     return ((not turns or (earlier.turn is not None and earlier.turn is later.turn))
-            and earlier.replaced_by is None and earlier.relation == later.relation == "supersedes"
+            and earlier.relation == later.relation == "supersedes"
             and earlier.target is not None and earlier.target == later.target and earlier.scope == later.scope
             and len(earlier.text) + len(later.text) <= JOINED_CHARS)
 
@@ -57,11 +58,11 @@ def _joined(first: str, second: str, said: str) -> str:
 
 
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
-    """A change of mind inside one pass: both statements are written, the later superseding the earlier.
+    """A change of mind inside one pass: only the later statement is written.
 
-    The earlier one is written first and is never current after the pass; the
-    history shows both (as if they had fallen in two passes). The same statement
-    said twice is written once.
+    It supersedes what the earlier one would have (the memory from before the pass
+    both replace) and its provenance quotes the earlier one. The same statement said
+    twice is written once.
     """
     from forgemem.capture.classify.relate import Candidate
     from forgemem.capture.classify.relate import relate as decide_relation
@@ -76,7 +77,11 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
             _join(same, proposal, "the next sentence of the same turn, which replaces the same memory")
             continue
         joined = False
-        for earlier in reversed(kept):
+        # the statements said earlier, the nearest first, but one whose names this one drops before all
+        # ("use structlog …" … "every other service uses python-json-logger …" … "scrap structlog, use stdlib")
+        dropped = dropped_names(proposal.quote)
+        earlier_ones = sorted(reversed(kept), key=lambda e: not _names_in(e.text, dropped))
+        for earlier in earlier_ones:
             candidate = Candidate(earlier.text, earlier.category, earlier.scope,
                                   similarity(earlier.text, proposal.text))
             relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
@@ -107,10 +112,14 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 # biome rule): linked to a remark said just before instead ("biome mangles our .svelte files",
                 # which only refines that rule), the replaced rule would stay current
                 continue
-            if relation == "supersedes" and earlier.replaced_by is None:
-                proposal.replaces = earlier  # the capturer links them once the earlier one has its id
-                earlier.replaced_by = proposal
-                proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass"
+            if relation == "supersedes":
+                # only the final statement is written: it takes over what the earlier replaced, and its
+                # provenance quotes both
+                kept.remove(earlier)
+                if earlier.relation == "supersedes" and earlier.target and proposal.relation != "supersedes":
+                    proposal.relation, proposal.target = "supersedes", earlier.target
+                proposal.quote = _quote(f"{earlier.quote} … {proposal.quote}", 2 * QUOTE_CHARS)
+                proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass (not written)"
                 break
         if not joined:
             kept.append(proposal)
