@@ -25,7 +25,7 @@ from forgemem.capture.classify.change_words import (
     dropped_names,
     says_as_usual,
 )
-from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _quote, _similarity
+from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _not_taken_back, _quote, _similarity
 from forgemem.capture.transcripts import Turn
 
 
@@ -102,11 +102,11 @@ class OfflineClassifier:
         for i, statement in their_proposal.items():
             said[i] = f"{statement}. {said[i]}"  # "yes convert, drop vitest" says yes to "use node:test"
         proposals: list[Proposal] = []
-        taken_back: list[Turn] = []  # turns that take back, and say nothing more than that ("ok no, forget it")
+        plain: list[tuple[str, Turn]] = []  # sentences that say no rule (one may take the last back: "ok no")
         for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
                 zip(found, confirms, decisions, strict=True)):
-            if _TAKES_BACK.search(unit) and not decision.is_durable and said[i] == unit:
-                taken_back.append(turn)
+            if not decision.is_durable and said[i] == unit:
+                plain.append((unit, turn))
             first = i == 0 or found[i - 1][1] is not turn  # the turn's first sentence: an answer starts there
             question = _question_about_them(before) if agent and first else ""
             answers = bool(question)
@@ -215,21 +215,10 @@ class OfflineClassifier:
                        + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
                        + (f" ({similarity:.2f})" if target else ""),
             ))
-        for turn in taken_back:
-            # "lets move global state to zustand going forward" … "ok no, forget it, too much churn": the rule of
-            # the person's turn before is taken back within the pass, and is not written
-            asked = [t for t in batch.turns if t.role == "user"]
-            before_it = next((t for t in reversed(asked[:asked.index(turn)]) if t is not turn), None)
-            dropped = next((p for p in reversed(proposals) if p.turn is before_it), None)
-            if dropped is not None:
-                proposals.remove(dropped)
+        proposals = _not_taken_back(proposals, plain, batch.turns)
         return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
 
 
-#: words that take back what was just said, anywhere in a sentence that says nothing new ("hmm. 4 more plus the
-#: saga... ok no, forget it, too much churn")
-_TAKES_BACK = re.compile(r"\b(?:forget (?:it|that|about it)|never ?mind|scratch that|on second thought|i take (?:it|that) "
-                         r"back|(?:ok|okay),? no\b)", re.I)
 #: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
 #: ("poetry is out, it's uv now"): it says so (`change_words._CHANGE_WORDS`), the heads give it at least this
 #: probability, and the relation model says it replaces a memory this surely

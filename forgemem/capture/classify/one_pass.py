@@ -14,6 +14,7 @@ import re
 
 from forgemem.capture.classify import Proposal
 from forgemem.capture.classify.change_words import _SAYS_A_CHANGE, _names_in, dropped_names
+from forgemem.capture.transcripts import Turn
 
 QUOTE_CHARS = 160
 
@@ -55,6 +56,26 @@ def _joined(first: str, second: str, said: str) -> str:
     if word.lower() != word and re.search(rf"\b{re.escape(word.lower())}\b", said):
         second = word.lower() + second[len(word):]
     return f"{first.rstrip().rstrip('.')}; {_decap(second.strip())}"
+
+
+#: words that take back what was just said, anywhere in a sentence that says nothing new ("hmm. 4 more plus the
+#: saga... ok no, forget it, too much churn")
+_TAKES_BACK = re.compile(r"\b(?:forget (?:it|that|about it)|never ?mind|scratch that|on second thought|i take (?:it|that) "
+                         r"back|(?:ok|okay),? no\b)", re.I)
+
+
+def _not_taken_back(proposals: list[Proposal], plain: list[tuple[str, Turn]], turns: list[Turn]) -> list[Proposal]:
+    """The proposals but the last rule of the person's turn before a sentence that takes it back and says no
+    rule of its own (`plain`: "lets move global state to zustand going forward" … "ok no, forget it, too much
+    churn": taken back within the pass)."""
+    kept = list(proposals)
+    asked = [t for t in turns if t.role == "user"]
+    for turn in (turn for sentence, turn in plain if _TAKES_BACK.search(sentence)):
+        before = asked[asked.index(turn) - 1] if asked.index(turn) > 0 else None
+        dropped = next((p for p in reversed(kept) if before is not None and p.turn is before), None)
+        if dropped is not None:
+            kept.remove(dropped)
+    return kept
 
 
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
