@@ -115,6 +115,7 @@ def test_what_their_question_proposes(sentence, statement):
     "run prettier over src/ so we don't get a giant diff later",
     "delete src/queue entirely while you're at it, and the bullmq dep",
     "yes, and drop pytest-xdist from the dev deps",
+    "add me as codeowner for cmd/, github handle is mkowalski",
 ])
 def test_one_off_talk_is_never_a_memory(sentence):
     assert never_durable(sentence)
@@ -127,6 +128,8 @@ def test_one_off_talk_is_never_a_memory(sentence):
     # a step said with when it recurs
     "run `make check` before you push",
     "update the CHANGELOG.md for every user-facing change",
+    "and run go test ./... -race before you tell me something is done",
+    "move us to vitest. whole repo",
 ])
 def test_standing_requests_and_changes_still_can_be(sentence):
     assert not never_durable(sentence)
@@ -322,3 +325,22 @@ def test_a_rule_taken_back_in_the_next_turn_is_not_written(tmp_path, real_embedd
                             ("assistant", "Reverted."))
     assert written == []
     assert old.id in _current(workspace, real_embedder)
+
+
+def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no_words_of_the_agent(
+        tmp_path, real_embedder):
+    workspace, short = _store_with(tmp_path, "Keep your answers short, no essays; the user reads them on a tiny "
+                                             "laptop screen.", "user", "coding-preferences")
+    race, _ = workspace.add("Run go test ./... -race before saying something is done.", scope="repo",
+                            category="project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "actually we're dropping the -race thing, CI runs it anyway and locally it's way "
+                                     "too slow. just go test ./..."),
+                            ("assistant", "Got it: plain `go test ./...` locally from now on."),
+                            ("user", "ok changed my mind about the short answers. i'm new to go, so after each edit "
+                                     "explain what you changed and why in a few bullet points"),
+                            ("assistant", "Sure — after each edit I'll add a few bullets on what changed and why."))
+    by_old = {m.supersedes[0]: m for m in written if m.supersedes}
+    assert set(by_old) == {short.id, race.id}, written
+    assert "bullet points" in by_old[short.id].body and "./..." in by_old[race.id].body
+    assert not any("Got it" in m.body or "locally from now on" in m.body for m in written)

@@ -423,13 +423,13 @@ _STEP_OPENS = (r"^(?:\W*(?:ok(?:ay)?|yes|yeah|yep|sure|so|and|also|then|now|pls|
 _TASK_AT_HAND = _rx(_STEP_OPENS + r"(?:re-?run|run|add|create|write|fix|open|build|generate|bump|rename|split|extract|"
                     r"refactor|implement|update|push|commit|merge|rebase|deploy|publish|check|reformat|clean up|port|"
                     r"revert|delete|wire up|hook up|draft|regenerate|rewrite|move|convert|install|upgrade)\s+"
-                    r"(?:[\w-]+\s+){0,2}?(?:(?:it|them|this|that|these|those|the|my|our)\b|[\w./-]*/[\w./-]*|`[^`]+`|"
+                    r"(?:[\w-]+\s+){0,2}?(?:(?:it|them|this|that|these|those|the|my|our|me)\b|[\w./-]*/[\w./-]*|`[^`]+`|"
                     r"\w+\.\w+\b)",
                     _STEP_OPENS + r"(?:drop|remove) [\w.@/-]+ from (?:the )?(?:dev )?(?:deps|dependencies|requirements|"
                     r"package\.json|pyproject|lockfile|[\w./-]+\.\w+)\b")
-_SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)? you|before (?:you |we |i )?\w+ing|"
-                           r"before (?:you |we )?(?:commit|push|merg|open|deploy|releas)\w*|after (?:you |we )?"
-                           r"(?:\w+ing|commit|push|merg)\w*|from now on|going forward|by default|in this (?:repo|"
+_SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)? (?:you|we|i)|before (?:you|we|i)\b|"
+                           r"before \w+ing|before (?:commit|push|merg|open|deploy|releas)\w*|after (?:you|we|i)\b|"
+                           r"after (?:\w+ing|commit|push|merg)\w*|once (?:you|we)\b|from now on|going forward|by default|in this (?:repo|"
                            r"project|codebase)|instead|first|should|must|as (?:usual|always)|any ?time|on every|for "
                            r"(?:all|every|any) )\b")
 

@@ -150,10 +150,18 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
 def _swaps(later: Proposal, earlier) -> bool:
     """Whether the later statement takes something of the earlier back: a name, a kind of tool or a number
     swapped, or its words said to go ("use X instead of W" … "actually Y")."""
-    from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, features
+    from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, _side, features
+    from forgemem.capture.classify.relate_language import _negated
 
     x = features(later.text, later.quote, later.category, later.scope, earlier)
-    return bool(x[_NAME_SWAP] or x[_FAMILY_SWAP] or x[_NUMBER_CHANGE] or x[_NEGATED])
+    if x[_NUMBER_CHANGE] or x[_NEGATED]:
+        return True
+    # a name the earlier statement held (not one it turned down itself: "not fixing heroku stuff anymore, use
+    # Fly.io") and the later one no longer names ("fly deploy" names fly.io)
+    now = _side(f"{later.quote}\n{later.text}").names
+    held = [n for n in _side(earlier.text).names if not _negated(earlier.text, n)]
+    gone = [n for n in held if n not in now and not any(m.split(".")[0] == n.split(".")[0] for m in now)]
+    return bool(gone) and bool(x[_NAME_SWAP] or x[_FAMILY_SWAP])
 
 
 def _join(earlier: Proposal, later: Proposal, why: str) -> None:

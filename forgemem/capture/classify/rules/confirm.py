@@ -80,8 +80,17 @@ def _resolve_pointing(clause: str, context: str) -> str:
 # ------------------------------------------------------------------ confirmations
 
 
+#: the agent saying back what it was told ("Got it: plain `go test ./...` locally from now on."): no offer, whatever
+#: its words, unless it also asks
+_SAYS_BACK = re.compile(r"^\W*(?:got it|understood|noted|will do|ok(?:ay)?|sure|done|alright|all right|sounds good|"
+                        r"right|of course|certainly)\b(?!.*\b(?:should i|shall i|want me to|do you want|would you like|"
+                        r"i can|i could|how about|what about)\b)", re.I | re.S)
+
+
 def _is_offer(context: str) -> bool:
-    return bool(context) and (context.rstrip().endswith("?") or bool(_PROPOSAL_SENT.search(context)))
+    if not context or (_SAYS_BACK.match(context) and not context.rstrip().endswith("?")):
+        return False
+    return context.rstrip().endswith("?") or bool(_PROPOSAL_SENT.search(context))
 
 
 #: a question that only points back at the sentence before it ("Want me to set that up?", "Make that the standard?")

@@ -25,6 +25,7 @@ _PROTECT = re.compile(
     r"|\b[A-Za-z_][A-Za-z0-9_]*=[^\s,;]+"  # NAME=value
     # long opaque tokens, hashes, long paths (a sentence's full stop after one is not part of it)
     r"|(?<![\w/.-])[A-Za-z0-9_+/=.-]{23,}[A-Za-z0-9_+/=-](?![\w/-])(?!\.[\w/-])"
+    r"|(?<![\w/.-])(?:\.{1,2}/|[\w.-]+/)(?:[\w.-]+/)*\.\.\.(?![\w/.])"  # package patterns: ./..., ./cmd/...
     r"|(?<![\w/.-])(?=[\w.~/-]{4,})(?:~|\.{1,2})?/?(?:[\w.-]+/)+(?:[\w.-]*[\w-])?(?![\w/])(?!\.[\w/-])"  # paths
     r"|(?<![\w.-])\.?[\w-]{2,}\.[a-z][a-z0-9]{0,5}\b(?![\w/-])",  # file names: README.md, .gitattributes
     re.S,

@@ -101,8 +101,8 @@ def _finish(text: str) -> str:
         return text
     text = _cap(text)
     last = _PLACEHOLDER.search(text[-24:]) if text.endswith(_PH_CLOSE) else None
-    fence = last and int(last.group(1)) == kept.ns and kept[int(last.group(2))].startswith("```")
-    if not re.search(r"[.!?…]$", text) and not fence:
+    held = kept[int(last.group(2))] if last and int(last.group(1)) == kept.ns else ""
+    if not re.search(r"[.!?…]$", text) and not held.startswith("```") and not held.endswith("..."):
         text += "."
     return _restore(text, kept)
 
