@@ -328,6 +328,9 @@ SETS = (
     ("v2 dev 7", "capture_v2_dev7.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
      " other sets, 24 changes of mind against memories written by hand in long sessions; first measured before any"
      " change (0.293 / 0.462, 10 of 24), then read and tuned on"),
+    ("v2 dev 8", "capture_v2_dev8.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, on precision in long sessions (rule-shaped one-offs, hearsay, questions, venting); first measured"
+     " before any change (0.622 / 0.903, 6 of 6), then read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

@@ -116,6 +116,13 @@ def test_what_their_question_proposes(sentence, statement):
     "delete src/queue entirely while you're at it, and the bullmq dep",
     "yes, and drop pytest-xdist from the dev deps",
     "add me as codeowner for cmd/, github handle is mkowalski",
+    # asked, reported, vented, bounded to this PR or to a week away
+    "also do we always need to bump the crate version for a docs-only change?",
+    "ok. lena said in standup we should ban default exports across the whole codebase.",
+    "marco keeps saying we should always use constructor injection instead of @Autowired fields.",
+    "jest watch mode is garbage, it reran everything twice.",
+    "no toques el archivo de traducciones es.json en este PR, lo está regenerando el equipo de contenido",
+    "faut que ça soit mergé avant vendredi, je suis en congé toute la semaine prochaine",
 ])
 def test_one_off_talk_is_never_a_memory(sentence):
     assert never_durable(sentence)
@@ -130,6 +137,9 @@ def test_one_off_talk_is_never_a_memory(sentence):
     "update the CHANGELOG.md for every user-facing change",
     "and run go test ./... -race before you tell me something is done",
     "move us to vitest. whole repo",
+    "lena said we should use pnpm and i agree, so from now on pnpm",
+    "jest is garbage, use vitest from now on",
+    "%w not %v, otherwise errors.Is is useless upstream.",
 ])
 def test_standing_requests_and_changes_still_can_be(sentence):
     assert not never_durable(sentence)

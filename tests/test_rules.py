@@ -82,6 +82,7 @@ def test_just_meaning_only_stays():
         # an adverb before the verb is kept as it is ("normallies" was a bug), "apply" is a verb
         ("i normally prefer pytest style", "The user normally prefers pytest style."),
         ("i apply black to everything", "The user applies black to everything."),
+        ("i had a bad time with mocks", "The user had a bad time with mocks."),
     ],
 )
 def test_first_person_becomes_the_user(sentence, expected):

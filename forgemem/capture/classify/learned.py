@@ -348,13 +348,18 @@ _SAYS_TO_DO = _rx(r"\b(?:use|prefer|from now on|going forward|instead|should|mus
 #: someone else's opinion, reported: "my lead says we should never use ORMs for reporting" — not adopted ...
 _HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo|colleague|coworker|co-worker|teammate|"
                r"tech lead|senior|architect|friend|pm|product manager|reviewer)\s+(?:says|said|thinks|thought|reckons|"
-               r"claims|keeps saying|insists|wants)\b")
+               r"claims|keeps saying|insists|wants)\b",
+                # ... or by name: "lena said in standup we should ban default exports", "marco keeps saying we should"
+                r"^(?:\W*\w+\W+){0,2}?(?!i\b|we\b|you\b|they\b|it\b)[a-z][a-z'-]+ (?:said|says|keeps saying|kept "
+                r"saying|thinks|thought|suggested|suggests|mentioned|reckons|claims|proposed)(?: (?:in|at|on) (?:the )?"
+                r"(?:standup|meeting|retro|review|slack|call|chat))? (?:that )?(?:we|you|everyone|the team)\b")
 #: ... unless the person takes it on
 _ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so (?:we|let's|from now on|going "
                r"forward)|we(?:'re| are) doing (?:that|it)|(?:team|we) decided|it's the rule now)\b")
 _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
-                r"\bwe (?:always|never)\b")
+                # "we always …", but not asked: "do we always need a changeset entry …?"
+                r"(?<!\bdo )(?<!\bdoes )(?<!\bshould )(?<!\bmust )(?<!\bcan )(?<!\bwill )\bwe (?:always|never)\b")
 
 
 #: a question: it ends with "?", or opens with a word that asks ("when …" opens a rule as often: "when you
@@ -375,6 +380,7 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 #: a report that something is broken ("scripts/bootstrap.sh doesnt work for me", "getting this in prod logs"):
 #: a task to look into, unless the sentence also says what to do from now on
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
+                   r"\b(?:is|are) (?:garbage|trash|a joke|the worst)\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring|fighting|flipping|"
@@ -397,6 +403,13 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"demo|spike|migration|run|refactor|rename)\b",
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
                r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
+               # ... in the other languages: "no toques es.json en este PR"
+               r"\b(?:en este pr|en esta rama|in diesem (?:pr|branch)|dans (?:cette|ce) (?:pr|branche)|neste pr|"
+               r"in questo pr|para este pr)\b",
+               # away for a while: "je suis en congé toute la semaine prochaine", "i'm out next week"
+               r"\b(?:i'm|im|i am|je suis|ich bin|estoy|sono) (?:en congé|on (?:vacation|leave|holiday|pto)|out|off|"
+               r"im urlaub|de vacaciones|in ferie)\b(?=.*\b(?:next|this|tomorrow|prochaine|nächste|próxima|semaine|"
+               r"woche|semana|settimana|week|friday|monday|vendredi|lundi)\b)",
                # "don't push yet": held back for now, in any language
                r"\b(?:don'?t|do not)\s+(?:\w+\s+){0,3}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
                r"non ancora|nog niet)\b")

@@ -17,6 +17,7 @@ _IRREGULAR_PAST = {
     "understood": "understand", "stood": "stand", "spent": "spend", "sold": "sell", "taught": "teach",
     "thought": "think", "bought": "buy", "caught": "catch", "fought": "fight", "knew": "know", "saw": "see",
     "came": "come", "became": "become", "grew": "grow", "flew": "fly", "slept": "sleep", "lent": "lend",
+    "had": "have",
 }
 _NEEDS_E = re.compile(
     r"(?:^[^aeiou]*[aeiou][bcdfgkmnprstvz]$)"  # one syllable, consonant-vowel-consonant: mak(e), us(e), mov(e)
