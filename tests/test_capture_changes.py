@@ -354,3 +354,18 @@ def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no
     assert set(by_old) == {short.id, race.id}, written
     assert "bullet points" in by_old[short.id].body and "./..." in by_old[race.id].body
     assert not any("Got it" in m.body or "locally from now on" in m.body for m in written)
+
+
+@pytest.mark.parametrize("turn, joined", [
+    # a reaction that only points at the work goes with the rule said after it
+    ("no, annotate them. type hints on every public function and helper, mypy --strict is enforced in ci here",
+     "no, annotate them. type hints on every public function and helper, mypy --strict is enforced in ci here"),
+    # a sentence that ends pointing back goes with the rule before it
+    ("black with line length 100 and isort with the black profile. everyone on the team formats with that, no "
+     "exceptions", "black with line length 100 and isort with the black profile. everyone on the team formats with "
+     "that, no exceptions"),
+])
+def test_a_sentence_leaning_on_its_neighbour_is_one_unit_with_it(turn, joined):
+    from forgemem.capture.classify.offline import _merge_fragments
+
+    assert _merge_fragments(units(turn)) == [joined]

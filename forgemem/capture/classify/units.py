@@ -93,3 +93,13 @@ def _cut(sentence: str) -> list[str]:
             current = f"{current} {clause}".strip()
     pieces.append(current)
     return [p for p in pieces if len(p) <= MAX_UNIT_CHARS]
+
+
+# ------------------------------------------------------------------ sentences that lean on their neighbour
+# (offline._merge_fragments joins them to it)
+
+#: "everyone on the team formats with that, no exceptions": the sentence before it is what it speaks of
+_ENDS_POINTING_BACK = re.compile(r"\b(?:with|like|by|to) (?:that|this|those|these|them)\b(?:,? (?:no exceptions|too|as "
+                                 r"well|always|everywhere))?\W*$", re.I)
+#: "no, annotate them.": a reaction pointing at the work, said before the rule that explains it
+_ONLY_POINTS = re.compile(r"^\W*(?:(?:no|nope|nah|ok|so)\W+)?\w+ (?:them|it|those|that|these)\W*$", re.I)

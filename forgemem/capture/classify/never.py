@@ -1,0 +1,148 @@
+"""What is never a memory, whatever the heads say: a question, a clarification of the request at hand, a
+report that something is broken, a step of the work at hand, hearsay, venting, and an instruction that says when
+it ends ("until this is merged", "en este PR"). `learned.decide` puts these over every bar."""
+
+from __future__ import annotations
+
+import re
+
+
+def _rx(*patterns: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+#: a remark on how things went, nothing to keep: "plan in CI shows no changes on all 4 envs, nice", "last change i
+#: promise", "the asking before every git status is getting old"
+_REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finally|phew|perfect)\s*[.!]*$",
+              r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b",
+              # a greeting with a word of news: "hi, new repo for me."
+              r"^(?:hi|hey|hello|morning|good morning|yo)\b[\s,!.]*(?:[\w']+\W*){0,5}$")
+#: the system's behaviour, described ("the api always returns 500 on empty body"): a bug to look at, unless the
+#: sentence says what to do about it
+_DESCRIBES = _rx(r"\b(?:always|never|sometimes|randomly|still) (?:returns|fails|crashes|throws|errors|breaks|hangs|"
+                 r"times out|comes back|spits out)\b")
+_SAYS_TO_DO = _rx(r"\b(?:use|prefer|from now on|going forward|instead|should|must|make sure|don'?t|do not)\b")
+#: someone else's opinion, reported: "my lead says we should never use ORMs for reporting" — not adopted ...
+_HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo|colleague|coworker|co-worker|teammate|"
+               r"tech lead|senior|architect|friend|pm|product manager|reviewer)\s+(?:says|said|thinks|thought|reckons|"
+               r"claims|keeps saying|insists|wants)\b",
+                # ... or by name: "lena said in standup we should ban default exports", "marco keeps saying we should"
+                r"^(?:\W*\w+\W+){0,2}?(?!i\b|we\b|you\b|they\b|it\b)[a-z][a-z'-]+ (?:said|says|keeps saying|kept "
+                r"saying|thinks|thought|suggested|suggests|mentioned|reckons|claims|proposed)(?: (?:in|at|on) (?:the )?"
+                r"(?:standup|meeting|retro|review|slack|call|chat))? (?:that )?(?:we|you|everyone|the team)\b")
+#: ... unless the person takes it on
+_ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so (?:we|let's|from now on|going "
+               r"forward)|we(?:'re| are) doing (?:that|it)|(?:team|we) decided|it's the rule now)\b")
+_CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
+_STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
+                # "we always …", but not asked: "do we always need a changeset entry …?"
+                r"(?<!\bdo )(?<!\bdoes )(?<!\bshould )(?<!\bmust )(?<!\bcan )(?<!\bwill )\bwe (?:always|never)\b")
+
+
+#: a question: it ends with "?", or opens with a word that asks ("when …" opens a rule as often: "when you
+#: explain changes, give me the reasoning")
+_ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what|why|how|where|which|who|any idea|"
+            r"do you know)\b",
+            # asked without a "?": "which would you pick here", "thoughts"
+            r"\bwhich (?:one )?(?:would|should|do) (?:you|we|i)\b", r"\bwhat do you think\b", r"\bthoughts\W*$",
+            # a request to look into something, anywhere in the sentence: "…, can u check pyproject"
+            r"\b(?:can|could) (?:you|u) (?:pls |please )?(?:check|look|see|take a look|verify|investigate|debug|"
+            r"figure out|find out|dig)\b",
+            # venting, with nothing in particular to keep: "i hate everything", "i swear this codebase"
+            r"^(?:\W*\w+\W+){0,2}?(?:i|we) (?:hate|love|dislike|despise|can't stand) (?:everything|this|that|it|"
+            r"all of (?:this|it|them)|this (?:codebase|code|repo|project|file|thing|mess))\W*$")
+#: an instruction bounded in time ("from now on until this is merged …"): its words say when it ends
+_BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migration|the release)(?:'s| is)? "
+               r"(?:merged|done|lands|ships|in|finished|over|out)\b")
+#: a report that something is broken ("scripts/bootstrap.sh doesnt work for me", "getting this in prod logs"):
+#: a task to look into, unless the sentence also says what to do from now on
+_MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
+                   r"\b(?:is|are) (?:garbage|trash|a joke|the worst)\b",
+                   r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
+                   r"choking|blowing up|exploding)\b",
+                   r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring|fighting|flipping|"
+                   r"conflicting|breaking|overwriting|reverting)\b",
+                   r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
+                   r"read|found|recogni[sz]ed|triggered|called)\b",
+                   r"^(?:\W*\w+\W+){0,2}?getting (?:this|these|that|an? \w+ error)\b",
+                   # what introduces pasted output: "running the tests on my side gives me this:"
+                   r"\b(?:gives?|gave|getting|got|throws?|threw|returns?|prints?|shows?|spits? out) (?:me |us )?"
+                   r"(?:this|these|the following)\s*:?\s*$")
+_SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
+                       r"mov(?:e|ed|ing)|replac\w+|migrat\w+ (?:to|from|off|away))\b")
+
+
+#: words that tie an instruction to the work at hand: it ends with it ("until this is merged, don't touch
+#: tests/", "never use --no-verify for this one", "for this fix also log the sku")
+_ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\w+\s+){0,2}?(?:add|fix|make|write|"
+               r"create|update|remove|rename|move|refactor|implement|build|run|wire|hook up|change|clean)\b",
+               r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
+               r"demo|spike|migration|run|refactor|rename)\b",
+               r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
+               r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
+               # ... in the other languages: "no toques es.json en este PR"
+               r"\b(?:en este pr|en esta rama|in diesem (?:pr|branch)|dans (?:cette|ce) (?:pr|branche)|neste pr|"
+               r"in questo pr|para este pr)\b",
+               # away for a while: "je suis en congé toute la semaine prochaine", "i'm out next week"
+               r"\b(?:i'm|im|i am|je suis|ich bin|estoy|sono) (?:en congé|on (?:vacation|leave|holiday|pto)|out|off|"
+               r"im urlaub|de vacaciones|in ferie)\b(?=.*\b(?:next|this|tomorrow|prochaine|nächste|próxima|semaine|"
+               r"woche|semana|settimana|week|friday|monday|vendredi|lundi)\b)",
+               # "don't push yet": held back for now, in any language
+               r"\b(?:don'?t|do not)\s+(?:\w+\s+){0,3}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
+               r"non ancora|nog niet)\b")
+#: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
+_REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|we need|can you|could you|please)\s+"
+               r"(?:a|an|to (?:quickly |just )?(?:add|build|create|make|write|fix|implement|have|get|see|try|run|test|"
+               r"check|debug)|(?:add|make|create|write|"
+               r"build|fix|implement) (?:a|an|the))\b",
+               # ... in the other languages people write to their agent
+               r"^(?:\W*\w+\W+){0,2}?(?:il me faut|j'ai besoin d|je veux|je voudrais|peux-tu|tu peux|ich brauche|"
+               r"ich möchte|ich will|kannst du|könntest du|necesito|quiero|puedes|podrías|preciso|quero|você pode|"
+               r"mi serve|voglio|puoi|ik wil|kun je|kan je)\b")
+
+
+#: a request for something to be shown now ("give me the commands to set the env vars"), not said of every time
+_ASKS_FOR_OUTPUT = _rx(r"^(?:\W*(?!always\b|never\b|when\b|whenever\b)\w+\W+){0,2}?(?:give|show|send|tell|get|find) me "
+                       r"(?:the|a|an|all|some|that|those|these)\b")
+_EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by default)\b")
+#: a step of the work at hand, asked for by its verb and pointing at its thing ("run prettier over src/ so we
+#: don't get a giant diff later", "delete src/queue entirely", "yes, and drop pytest-xdist from the dev deps"): a
+#: task, unless it says when it recurs ("run `make check` before you push", "always …")
+_STEP_OPENS = (r"^(?:\W*(?:ok(?:ay)?|yes|yeah|yep|sure|so|and|also|then|now|pls|please|good call on [\w./-]+|great|"
+               r"cool|nice|thanks|thx)\W+)*")
+_TASK_AT_HAND = _rx(_STEP_OPENS + r"(?:re-?run|run|add|create|write|fix|open|build|generate|bump|rename|split|extract|"
+                    r"refactor|implement|update|push|commit|merge|rebase|deploy|publish|check|reformat|clean up|port|"
+                    r"revert|delete|wire up|hook up|draft|regenerate|rewrite|move|convert|install|upgrade)\s+"
+                    r"(?:[\w-]+\s+){0,2}?(?:(?:it|them|this|that|these|those|the|my|our|me)\b|[\w./-]*/[\w./-]*|`[^`]+`|"
+                    r"\w+\.\w+\b)",
+                    _STEP_OPENS + r"(?:drop|remove) [\w.@/-]+ from (?:the )?(?:dev )?(?:deps|dependencies|requirements|"
+                    r"package\.json|pyproject|lockfile|[\w./-]+\.\w+)\b")
+_SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)? (?:you|we|i)|before (?:you|we|i)\b|"
+                           r"before \w+ing|before (?:commit|push|merg|open|deploy|releas)\w*|after (?:you|we|i)\b|"
+                           r"after (?:\w+ing|commit|push|merg)\w*|once (?:you|we)\b|from now on|going forward|by default|in this (?:repo|"
+                           r"project|codebase)|instead|first|should|must|as (?:usual|always)|any ?time|on every|for "
+                           r"(?:all|every|any) )\b")
+
+
+def never_durable(sentence: str) -> bool:
+    """A question (nothing decided yet), a clarification of the request at hand ("no, I mean …"), an
+    instruction tied to the work at hand, or a request for a thing to be made, unless it also states a
+    standing rule ("since we never … in this repo, can you …?"); an instruction that says when it ends
+    ("until this is merged"), and a report that something is broken that says nothing of what to do."""
+    if _CLARIFYING.search(sentence.strip()) or _BOUNDED.search(sentence):
+        return True
+    if _REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
+        return True
+    if _HEARSAY.search(sentence.strip()) and not _ADOPTED.search(sentence):
+        return True
+    if _DESCRIBES.search(sentence) and not _SAYS_TO_DO.search(sentence):
+        return True
+    if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
+        return True
+    if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
+        return True
+    if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
+        return True
+    if _TASK_AT_HAND.search(sentence.strip()) and not _SAYS_WHEN_IT_RECURS.search(sentence):
+        return True
+    return bool(_ASKS.search(sentence.strip())) and not _STANDING.search(sentence)
