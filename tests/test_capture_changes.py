@@ -369,3 +369,18 @@ def test_a_sentence_leaning_on_its_neighbour_is_one_unit_with_it(turn, joined):
     from forgemem.capture.classify.offline import _merge_fragments
 
     assert _merge_fragments(units(turn)) == [joined]
+
+
+def test_a_repository_memory_never_links_to_a_personal_one(tmp_path, real_embedder):
+    """The same subject in the other scope: a personal memory may point at the project's, but a file committed with
+    the project never names a memory in the person's own store (teammates have no such id)."""
+    workspace, personal = _store_with(tmp_path, "The user prefers pytest-style tests with plain asserts.", "user",
+                                      "coding-preferences")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "add a test for the refund cancel path"),
+                            ("assistant", "Added test_cancel_refund as a pytest function."),
+                            ("user", "in this repo tests are unittest TestCase classes, stick with TestCase here"),
+                            ("assistant", "Rewrote it as a TestCase."))
+    repo = [m for m in written if m.scope == "repo"]
+    assert repo, written
+    assert all(personal.id not in {r.id for r in m.related} | set(m.supersedes) for m in repo)

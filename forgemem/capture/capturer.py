@@ -198,6 +198,10 @@ class Capturer:
             proposal.relation = "relates-to"  # a version chain never crosses scopes or forks
         if self._same_text(text, target.body):
             return f"duplicate of {target.id}"
+        if proposal.scope == "repo" and target.scope == "user":
+            # a file committed with the project never names a personal memory: teammates have no such id,
+            # and it would tell them what the person keeps in their own store
+            proposal.relation, proposal.target = "new", None
         return None
 
     def _captured_before(self, proposal: Proposal) -> str | None:
