@@ -384,3 +384,15 @@ def test_a_repository_memory_never_links_to_a_personal_one(tmp_path, real_embedd
     repo = [m for m in written if m.scope == "repo"]
     assert repo, written
     assert all(personal.id not in {r.id for r in m.related} | set(m.supersedes) for m in repo)
+
+
+def test_a_refinement_is_on_the_subject_of_what_it_refines(tmp_path, real_embedder):
+    """"and I prefer small commits …" opens with a word of addition, but adds nothing to a rule about old code."""
+    workspace, other = _store_with(tmp_path, "The user does not care about old code, anything new you write.", "user",
+                                   "coding-preferences")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "not now. and I prefer small commits, one logical change each, thats how i "
+                                     "work in every project"),
+                            ("assistant", "Understood."))
+    (memory,) = written
+    assert "small commits" in memory.body and other.id not in {r.id for r in memory.related}
