@@ -93,17 +93,23 @@ USER_ONLY = ("classifier_model", "classifier_base_url", "classifier_api_key_env"
 assert set(USER_ONLY) <= set(_RULES)
 
 
-def default_config_text() -> str:
+def default_config_text(user: bool = False) -> str:
     """The file `forgemem init` writes: every key a repository may set, commented out at its default
-    (a value written here would override the user's own config for that key in this repository)."""
+    (a value written here would override the user's own config for that key in this repository); for the
+    user's own `~/.forge/config.yaml` (`user`), every key."""
     lines = [
         "# forgemem configuration for this repository; see docs/format.md#configuration",
         "# Uncomment a setting to change it here (this file wins over ~/.forge/config.yaml).",
         "# The classifier, embedding model and MCP settings belong in ~/.forge/config.yaml.",
         "memory:",
+    ] if not user else [
+        "# your own forgemem configuration, for every repository; see docs/format.md#configuration",
+        "# Uncomment a setting to change it (a repository's .forge/config.yaml wins over this file, except for",
+        "# the classifier, embedding model and MCP settings, which a repository sets only once you trust it).",
+        "memory:",
     ]
     for key, value in Config().to_dict().items():
-        if key in USER_ONLY:
+        if key in USER_ONLY and not user:
             continue
         if isinstance(value, bool):
             lines.append(f"  # {key}: {str(value).lower()}")

@@ -41,6 +41,14 @@ def test_init_is_idempotent_and_puts_forge_at_the_git_root(git_repo, cli):
     assert config.read_text() == "memory:\n  cadence_turns: 3\n"
 
 
+def test_init_user_writes_a_config_that_speaks_of_itself_and_checks(isolated_home, cli):
+    assert cli("init", "--user").code == 0
+    text = (isolated_home / ".forge/config.yaml").read_text()
+    assert text.startswith("# your own forgemem configuration, for every repository")
+    assert "this file wins over ~/.forge/config.yaml" not in text and "# classifier_model:" in text
+    assert load_config(isolated_home / ".forge/config.yaml") == Config()
+
+
 def test_discovery_stops_at_the_git_root(tmp_path):
     outer = tmp_path / "outer"
     (outer / ".forge/memory").mkdir(parents=True)

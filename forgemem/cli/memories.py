@@ -45,7 +45,7 @@ def init(
         forge_dir = Path(state.repo_dir).absolute().parent
     else:
         forge_dir = default_forge_dir(state.where())
-    created = init_forge_dir(forge_dir)
+    created = init_forge_dir(forge_dir, user=user)
     for path in created:
         out.print(f"created {path}")
     if not created:

@@ -278,8 +278,9 @@ def repository_without_store(start: Path) -> Path | None:
     return root
 
 
-def init_forge_dir(forge_dir: Path) -> list[Path]:
-    """Create `memory/`, `config.yaml` and `.gitignore` in a `.forge` folder; idempotent."""
+def init_forge_dir(forge_dir: Path, user: bool = False) -> list[Path]:
+    """Create `memory/`, `config.yaml` and `.gitignore` in a `.forge` folder; idempotent. `user`: the user's own
+    store (`~/.forge`), whose config holds every setting."""
     created = []
     memory_dir = forge_dir / MEMORY_DIR
     if not memory_dir.is_dir():
@@ -289,7 +290,7 @@ def init_forge_dir(forge_dir: Path) -> list[Path]:
     if not keep.exists() and not any(memory_dir.iterdir()):
         keep.write_text("", encoding="utf-8")
         created.append(keep)
-    for name, text in (("config.yaml", default_config_text()), (".gitignore", GITIGNORE_TEXT)):
+    for name, text in (("config.yaml", default_config_text(user)), (".gitignore", GITIGNORE_TEXT)):
         path = forge_dir / name
         if not path.exists():
             path.write_text(text, encoding="utf-8")
