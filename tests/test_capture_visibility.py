@@ -354,6 +354,11 @@ def test_observe_status_lists_the_last_writes_across_transcripts(cli, project, w
     assert all(w["announced"] is True for w in cli("observe", "--status", "--json").json()["writes"])
     text = cli("observe", "--status", str(first)).out  # one transcript asked for: writes of all of them
     assert writes[0]["id"][4:12] in text and writes[1]["id"][4:12] in text
+    assert {w["now"] for w in writes} == {"current"}
+    newer, _ = workspace.add("Migrations live in db/schema/migrations.", scope="repo",
+                             category="project-conventions", supersedes=[writes[0]["id"]])
+    assert cli("observe", "--status", "--json").json()["writes"][0]["now"] == "replaced"
+    assert "(replaced)" in cli("observe", "--status").out
 
 
 def test_proposed_captures_say_so_in_observe_and_status(cli, project, workspace, capturer, tmp_path):

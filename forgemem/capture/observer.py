@@ -442,7 +442,14 @@ class Observer:
     def status(self) -> dict:
         """What is watched, how far each transcript was read, pending passes, recent results and cost."""
         wanted = {str(p) for p in self.transcripts()} if self.targets else None
-        return status_report(self.state, wanted, self.cadence, [str(t) for t in self.targets])
+        report = status_report(self.state, wanted, self.cadence, [str(t) for t in self.targets])
+        if report.get("writes"):
+            graph = self.workspace.load().graph
+            for write in report["writes"]:
+                # what became of it since: still current, replaced by a later version, or gone
+                write["now"] = ("current" if graph.is_head(write["id"]) else "gone"
+                                if write["id"] not in graph.memories else "replaced")
+        return report
 
     def last_writes(self, limit: int = LAST_WRITES) -> list[dict]:
         """The newest memories capture wrote, newest first (see `forgemem.capture.state.last_writes`)."""

@@ -201,6 +201,7 @@ def _print_last_writes(writes: list[dict]) -> None:
     for w in writes:
         pending = "  (not announced yet)" if w.get("announced") is False else ""
         proposed = " (proposed)" if w.get("proposed") else ""
+        proposed += f" ({w['now']})" if w.get("now") in ("replaced", "gone") else ""
         out.print(escape(f"  {w['time']} {w['transcript']} {short(w['id'])} {w['scope']}/{w['category']}{proposed}: "
                          f"{w['text']}{pending}"))
 

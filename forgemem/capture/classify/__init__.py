@@ -63,7 +63,7 @@ class Proposal:
 class Classification:
     proposals: list[Proposal]
     classifier: str  # which classifier decided ("offline", "openai:model", …)
-    chars_sent: int = 0  # characters sent to a model (or handed to the offline rules)
+    chars_sent: int = 0  # characters sent to a model or an agent CLI (0 offline: nothing leaves the machine)
     notes: list[str] = field(default_factory=list)  # fall-backs, dropped answers
 
 

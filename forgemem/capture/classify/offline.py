@@ -68,7 +68,7 @@ class OfflineClassifier:
         joined_from: dict[str, list[str]] = {}  # a correction said over several sentences: its sentences
         restated: set[str] = set()  # said right after a rule the person took back ("… wait no. anyhow only in …")
         recurring: set[int] = set()  # turns that complain the agent does it again, after its turn
-        before, agent, chars = "", False, 0
+        before, agent = "", False
         asked, their_proposal = "", {}  # "can we just use node:test", and the yes said to it after the agent weighed it
         for turn in batch.context:
             before, agent = turn.text, turn.role != "user"
@@ -77,7 +77,6 @@ class OfflineClassifier:
             if turn.role != "user":
                 before, agent = turn.text, True
                 continue
-            chars += len(turn.text)
             pieces = _merge_fragments(_taken_back(units(turn.text), restated))
             if agent and _RECURS.search(turn.text):
                 recurring.add(id(turn))
@@ -88,7 +87,7 @@ class OfflineClassifier:
                 found.append((unit, turn, before, agent))
             before, agent, asked = turn.text, False, asked_in(pieces)
         if not found:
-            return Classification([], self.name, chars_sent=chars)
+            return Classification([], self.name)
         embedder = self.embedder()
         kind = "dense" if embedder is not None else "patterns"
         # a confirmation is decided on what the agent proposed; anything else on its own words
@@ -217,7 +216,7 @@ class OfflineClassifier:
                        + (f" ({similarity:.2f})" if target else ""),
             ))
         proposals = _not_taken_back(proposals, plain, batch.turns)
-        return Classification(_latest_only(proposals, _similarity(embedder)), self.name, chars_sent=chars)
+        return Classification(_latest_only(proposals, _similarity(embedder)), self.name)  # nothing sent anywhere
 
 
 #: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
