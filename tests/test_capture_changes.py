@@ -396,3 +396,17 @@ def test_a_refinement_is_on_the_subject_of_what_it_refines(tmp_path, real_embedd
                             ("assistant", "Understood."))
     (memory,) = written
     assert "small commits" in memory.body and other.id not in {r.id for r in memory.related}
+
+
+@pytest.mark.parametrize("said, word", [
+    ("and tbh im an analyst, i mostly do sql, not really a python person, so when you suggest python macros explain "
+     "them like i'm new", "analyst"),
+    ("also fyi i moved to lisbon, so im on WET now, standup replies will come later", "lisbon"),
+])
+def test_a_sentence_opening_on_the_person_is_a_fact_about_them(tmp_path, real_embedder, said, word):
+    workspace, _ = _store_with(tmp_path, "Use pnpm for installs.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder, ("user", "add the weekly revenue model"),
+                            ("assistant", "Added models/marts/weekly_revenue.sql."), ("user", said),
+                            ("assistant", "Noted."))
+    (memory,) = [m for m in written if word in m.body.lower()]
+    assert (memory.category, memory.scope) == ("user-facts", "user")

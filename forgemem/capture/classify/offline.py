@@ -60,7 +60,7 @@ class OfflineClassifier:
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
-        from forgemem.capture.classify.scope import PERSONAL_AT
+        from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, PERSONAL_AT
         from forgemem.capture.classify.scope import scope_for as learned_scope
         from forgemem.capture.classify.units import units
 
@@ -148,6 +148,8 @@ class OfflineClassifier:
                 # a rule said in reaction to what the agent just did ("don't use --no-git in those tests")
                 # is a correction: when it points at that work, or when the heads hesitate between the two
                 category = "corrections"
+            if category != "user-facts" and _ABOUT_ME_FIRST.match(unit) and not _REACTS.search(unit):
+                category = "user-facts"  # it opens on the person: what follows is what that means for their work
             if category == "user-facts" and not _PERSONAL.search(unit):
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
@@ -308,11 +310,6 @@ _CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no 
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
-#: a fact about the person is said in the first person
-#: a fact about the person has them as its subject or owner ("I'm on WSL", "my editor is vim"); "ask me first"
-#: is how they want to be worked with, a preference
-_PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|mi|je|j'|mon|ma|sou|eu|io|sono|"
-                       r"ik|mijn)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)

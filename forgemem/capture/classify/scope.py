@@ -8,6 +8,8 @@ of `learned`; the repository when unsure, where git review sees it.
 
 from __future__ import annotations
 
+import re
+
 from forgemem.capture.classify.learned import _rx
 
 #: the person's own work, apart from this repository ("in my personal repos", "for my own stuff")
@@ -90,3 +92,13 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
     if user_p >= PERSONAL_AT:
         return "user", "personal style"
     return "repo", "unsure: the repo, where git review sees it"
+
+
+#: a fact about the person is said in the first person: has them as its subject or owner ("I'm on WSL", "my editor
+#: is vim"); about the project it is another kind
+_PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|mi|je|j'|mon|ma|sou|eu|io|sono|"
+                       r"ik|mijn)\b", re.I)
+#: a sentence that opens on the person ("i'm an analyst, i mostly do sql, so …", "i moved to lisbon, so i'm on
+#: WET"): a fact about them, whatever follows about their work
+_ABOUT_ME_FIRST = re.compile(r"^(?:\W*\w+\W+){0,5}?(?:(?i:i'?m|i am|im) (?:(?i:an?) [\w-]+|(?i:based in)|in [A-Z]\w+|"
+                             r"from [A-Z]\w+)|(?i:i (?:moved|relocated) to))\b")
