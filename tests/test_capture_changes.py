@@ -410,3 +410,16 @@ def test_a_sentence_opening_on_the_person_is_a_fact_about_them(tmp_path, real_em
                             ("assistant", "Noted."))
     (memory,) = [m for m in written if word in m.body.lower()]
     assert (memory.category, memory.scope) == ("user-facts", "user")
+
+
+def test_a_decision_said_as_one_replaces_a_preference_as_a_decision(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Prefers plain frozen dataclasses for config objects, loaded by hand from "
+                                           "os.environ", "repo", "coding-preferences")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "add a REDIS_URL setting"),
+                            ("assistant", "Added `redis_url` to the frozen Config dataclass, read from os.environ."),
+                            ("user", "we decided in the arch review: config moves to pydantic-settings, one "
+                                     "BaseSettings class. the hand rolled dataclass stuff goes away"),
+                            ("assistant", "Converted Config to a BaseSettings class."))
+    replacing = [m for m in written if m.supersedes == (old.id,)]
+    assert len(replacing) == 1 and replacing[0].category == "architectural-decisions", written

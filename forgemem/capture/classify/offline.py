@@ -199,9 +199,10 @@ class OfflineClassifier:
             replaced = next((n.memory for n in nearest if n.memory.id == target), None)
             if relation == "supersedes" and replaced:
                 # a new version of a memory keeps its kind (in every labelled set, 36 of 37 changes of mind do): a
-                # change of mind about a convention is one too, not a correction of the agent
-                category = replaced.category
-            if relation == "supersedes" and replaced and replaced.scope == scope:
+                # change of mind about a convention is one too, not a correction of the agent; but a decision said
+                # as one ("we decided in the arch review: config moves to pydantic-settings") is one
+                category = "architectural-decisions" if _DECIDED.search(unit) and scope == "repo" else replaced.category
+            if relation == "supersedes" and replaced and replaced.scope == scope and category == replaced.category:
                 pass  # ... even a kind filed against its scope's usual one ("coding-preferences" in a repository)
             elif scope == "user" and category in ("project-conventions", "architectural-decisions"):
                 # a project's convention or decision lives with the project: one that holds in every project of
@@ -310,6 +311,8 @@ _CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no 
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
+_DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)|decided (?:in|at|on)|the decision|"
+                      r"arch(?:itecture)? review|an adr)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
