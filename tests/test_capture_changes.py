@@ -423,3 +423,21 @@ def test_a_decision_said_as_one_replaces_a_preference_as_a_decision(tmp_path, re
                             ("assistant", "Converted Config to a BaseSettings class."))
     replacing = [m for m in written if m.supersedes == (old.id,)]
     assert len(replacing) == 1 and replacing[0].category == "architectural-decisions", written
+
+
+def test_a_turn_replacing_a_rule_with_two_sentences_and_the_next_pass_replacing_one_part(tmp_path, real_embedder):
+    workspace, black = _store_with(tmp_path, "Format Python with black (line length 88). Don't hand-wrap.", "repo",
+                                   "coding-preferences")
+    (first,) = _conversation(workspace, real_embedder,
+                             ("user", "black and isort keep fighting over the import blocks in src/api/"),
+                             ("assistant", "isort is not on the black profile. Alternative: ruff does both."),
+                             ("user", "replace black and isort with ruff format + ruff's isort rules. and bump "
+                                      "line-length to 100 while we're at it, 88 wraps too much of the pydantic models"),
+                             ("assistant", "Swapped in ruff with line-length = 100."))
+    assert first.supersedes == (black.id,) and "ruff" in first.body and "100" in first.body
+    (second,) = _conversation(workspace, real_embedder,
+                              ("user", "hm, the 100 char lines are unreadable in side-by-side diffs on my laptop. go "
+                                       "back to 88, keep ruff though"),
+                              ("assistant", "line-length = 88 in [tool.ruff]."))
+    assert second.supersedes == (first.id,) and "88" in second.body
+    assert _current(workspace, real_embedder) & {black.id, first.id, second.id} == {second.id}

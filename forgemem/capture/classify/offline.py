@@ -191,8 +191,9 @@ class OfflineClassifier:
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
                         relation, target, similarity = again
-            if changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
-                continue
+            if changes_mind and (relation != "supersedes" or (
+                    similarity < CHANGE_OF_MIND_AT and not any(p.turn is turn and p.target == target for p in proposals))):
+                continue  # (the turn already replaced that memory: "replace black with ruff … and bump line-length to 100")
             if relation != "supersedes" and says_as_usual(unit) and any(
                     n.memory.scope == scope and n.similarity >= RESTATED_AT for n in nearest):
                 continue  # "pnpm, like always": the rule the store holds, said again
