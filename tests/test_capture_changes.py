@@ -300,6 +300,9 @@ def test_a_later_turn_taking_the_earlier_change_back_replaces_it(tmp_path, real_
 @pytest.mark.parametrize("turn, want", [
     ("amend it pls - team voted yesterday, we go with conventional commits now.",
      ["amend it pls", "team voted yesterday, we go with conventional commits now."]),
+    # "z.B." is "e.g." in German: the example stays with its rule
+    ('Stattdessen die Ticketnummer vorne, z.B. "PAY-123 Fix rounding". Sprache bleibt Englisch.',
+     ['Stattdessen die Ticketnummer vorne, z.B. "PAY-123 Fix rounding".', "Sprache bleibt Englisch."]),
     # a dash inside a code span is the code's
     ("Deviations need a `/* MISRA deviation: rule x.y - reason */` comment right there.",
      ["Deviations need a `/* MISRA deviation: rule x.y - reason */` comment right there."]),

@@ -14,7 +14,8 @@ MAX_UNIT_CHARS = 400
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _LOGGY = re.compile(r"^\s*(?:[A-Z]\s{2,}|\w+(?:Error|Exception)\b|Traceback|File \"|at [\w.$]+\(|\$ |>>> |\d+\s*[│|]"
                     r"|\[\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:|npm (?:ERR|WARN)|error(?:\[E\d+\])?:|warning:)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)\s+"
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bz\.b\.)"
+                           r"(?<!\bz\. b\.)(?<!\bbzw\.)(?<!\busw\.)(?<!\bp\.ej\.)(?<!\bp\. ej\.)(?<!\bex\.)\s+"
                            r"(?=[A-Za-z\"'`(¿¡ÄÖÜ])|\n+|\s+[—–]\s+|(?<=\w)\s+-\s+(?=\w)(?=[^`]*(?:`[^`]*`[^`]*)*$)|;\s+(?=(?:and |also |plus )?"
                            r"(?:we|i|use|never|always|don't|do not|keep|our)\b)", re.I)
 
