@@ -16,7 +16,7 @@ from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
 #: still a memory when it replaces a rule the store holds (`offline.CHANGE_OF_MIND_FLOOR`)
 _CHANGE_WORDS = re.compile(
     r"\b(?:(?<!right )(?<!just )now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
-    r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed|ing)?|drop(?:ped|ping)?|(?:is|are) "
+    r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed|ing)?|drop(?:ped|ping)?|cancel(?:l?ed|ling)?|(?:soften|relax|loosen)(?:ed|ing)? the|(?:is|are) "
     r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
     r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
     r"get(?:ting)? rid of|got rid of|no more|stattdessen|nicht mehr|ya no|en (?:vez|lugar) de|au lieu de|bump(?:ed|ing)?(?: [\w.-]+){0,2} to|upgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to)\b",
@@ -30,7 +30,7 @@ RETRACTED_AT = 0.35
 
 #: the old choice dropped by name: "scratch GORM", "we moved off wandb", "yarn is out", "no fix prefix anymore"
 _DROPPED = re.compile(
-    r"\b(?:scratch|scrap(?:ped)?|ditch(?:ing)?|drop(?:ped|ping)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
+    r"\b(?:scratch|scrap(?:ped)?|ditch(?:ing)?|drop(?:ped|ping)?|cancel(?:l?ed)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
     r"(?:gone|went|going|gotten|got) off|"
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"

@@ -216,6 +216,7 @@ _WORD = r"[\w+/-]+(?:\.[\w+/-]+)*"  # a word, a path or a dotted name, not the f
 #: what the person says goes: "no more path versions", "scrap header versioning", "forget the 80 col thing",
 #: "redis is out"
 _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(?:ped)?|forget(?: about)?|get rid of|"
+                         r"cancel(?:l?ed)?|(?:soften|relax|loosen)(?:ed|ing)?|"
                          r"rip(?:ped)? out|moved? off|instead of|away from|done with|no longer|changed? (?:my|our) mind (?:about|on))\s+"
                          r"(?:the |our |that |"
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
