@@ -195,6 +195,9 @@ def test_a_terse_change_of_mind_replaces_the_rule_the_store_holds(tmp_path, real
 @pytest.mark.parametrize("sentence", [
     "and the runner is `python runtests.py`, pytest isnt even installed in CI",
     "our default branch is trunk, not main",
+    # what holds on beside a change
+    "but the scripts in scripts/ stay bash, ci runs them on ubuntu runners.",
+    "tabs still yes, but for yaml and markdown do 2 spaces. yaml breaks with tabs anyway",
 ])
 def test_what_the_projects_tools_are_is_a_rule(sentence, real_embedder):
     assert generalises(sentence)
