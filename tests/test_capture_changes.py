@@ -367,6 +367,11 @@ def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no
     ("black with line length 100 and isort with the black profile. everyone on the team formats with that, no "
      "exceptions", "black with line length 100 and isort with the black profile. everyone on the team formats with "
      "that, no exceptions"),
+    # an example in code, and "that's for all my code" after the rule
+    ('personally i hate f-strings in log calls, use lazy %-style args — logger.info("done in %.1fs", elapsed). '
+     "that's for all my code everywhere, not just this repo.",
+     'personally i hate f-strings in log calls, use lazy %-style args logger.info("done in %.1fs", elapsed). '
+     "that's for all my code everywhere, not just this repo."),
 ])
 def test_a_sentence_leaning_on_its_neighbour_is_one_unit_with_it(turn, joined):
     from forgemem.capture.classify.offline import _merge_fragments
@@ -444,3 +449,14 @@ def test_a_turn_replacing_a_rule_with_two_sentences_and_the_next_pass_replacing_
                               ("assistant", "line-length = 88 in [tool.ruff]."))
     assert second.supersedes == (first.id,) and "88" in second.body
     assert _current(workspace, real_embedder) & {black.id, first.id, second.id} == {second.id}
+
+
+@pytest.mark.parametrize("said, scope", [
+    ("the conventional commits style is what i use in all my own repos and i'd like it by default", "user"),
+    ("ahora estoy en America/Mexico_City (UTC-6), tenlo en cuenta para horarios", "user"),
+])
+def test_cues_of_the_persons_own_work_in_their_words(said, scope):
+    from forgemem.capture.classify.scope import _ABOUT_ME_FIRST
+
+    category = "user-facts" if _ABOUT_ME_FIRST.match(said) else "coding-preferences"
+    assert scope_for(said, category, 0.5, True, 0.5)[0] == scope

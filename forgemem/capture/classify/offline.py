@@ -26,7 +26,7 @@ from forgemem.capture.classify.change_words import (
     says_as_usual,
 )
 from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _not_taken_back, _quote, _similarity
-from forgemem.capture.classify.units import _ENDS_POINTING_BACK, _ONLY_POINTS
+from forgemem.capture.classify.units import _CODE_ONLY, _ENDS_POINTING_BACK, _ONLY_POINTS
 from forgemem.capture.transcripts import Turn
 
 
@@ -410,7 +410,7 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|"
+_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any)|"
                            r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on
                            r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
@@ -430,7 +430,7 @@ def _merge_fragments(units: list[str]) -> list[str]:
                        or _DISLIKES_WHAT_WAS_DONE.search(last)
                        or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit))
                            and not _APPLIES_TO_A_FILE.search(unit))
-                       or _SAYS_SO_BACK.match(unit)):
+                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
             merged.append(unit)

@@ -18,7 +18,7 @@ _OWN_WORK = (r"\b(?:in|for|on|across) my (?:own |personal |side |other |private 
              r"|\bnot (?:just|only) (?:in |for )?(?:this|the|our) (?:repo|repository|project|codebase)\b"
              # "in everything i write i want full type hints"
              r"|\b(?:in|for|across) (?:everything|anything|all(?: the code)?) i (?:write|do|build|make|touch|work on)\b")
-_USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
+_USER_CUE = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
                 r"\bi(?:'d| would) (?:rather|like|prefer)\b", r"\b(?:big |huge )?fan of\b", r"\bi find\b",
@@ -31,7 +31,7 @@ _USER_CUE = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of m
                 r"finish|are done)\b", r"\byour (?:answers?|replies|responses|explanations?|summar(?:y|ies))\b",
                 r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
 #: personal cues that outweigh any word about the repository
-_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my projects\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
+_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                        r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                        r"\bregardless of (?:the )?project\b", r"\bpersonally\b",
                        # how the agent talks to the person: theirs, even said of this codebase ("when you explain
@@ -96,9 +96,10 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
 
 #: a fact about the person is said in the first person: has them as its subject or owner ("I'm on WSL", "my editor
 #: is vim"); about the project it is another kind
-_PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|mi|je|j'|mon|ma|sou|eu|io|sono|"
+_PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|estoy|vivo|mi|je|j'|mon|ma|sou|eu|io|sono|"
                        r"ik|mijn)\b", re.I)
 #: a sentence that opens on the person ("i'm an analyst, i mostly do sql, so …", "i moved to lisbon, so i'm on
 #: WET"): a fact about them, whatever follows about their work
 _ABOUT_ME_FIRST = re.compile(r"^(?:\W*\w+\W+){0,5}?(?:(?i:i'?m|i am|im) (?:(?i:an?) [\w-]+|(?i:based in)|in [A-Z]\w+|"
-                             r"from [A-Z]\w+)|(?i:i (?:moved|relocated) to))\b")
+                             r"from [A-Z]\w+)|(?i:i (?:moved|relocated) to|estoy en|vivo en|ich (?:bin|wohne) in|"
+                             r"je (?:suis|vis|travaille) à|j'habite à|me mudé a))\b")

@@ -104,3 +104,5 @@ _ENDS_POINTING_BACK = re.compile(r"\b(?:with|like|by|to) (?:that|this|those|thes
                                  r"well|always|everywhere))?\W*$", re.I)
 #: "no, annotate them.": a reaction pointing at the work, said before the rule that explains it
 _ONLY_POINTS = re.compile(r"^\W*(?:(?:no|nope|nah|ok|so)\W+)?\w+ (?:them|it|those|that|these)\W*$", re.I)
+#: an example in code after the rule it shows ("use lazy %-style args — logger.info("done in %.1fs", elapsed).")
+_CODE_ONLY = re.compile(r"^\W*`?[\w.]+\(.*\)`?[\s.;,]*$")
