@@ -460,3 +460,27 @@ def test_cues_of_the_persons_own_work_in_their_words(said, scope):
 
     category = "user-facts" if _ABOUT_ME_FIRST.match(said) else "coding-preferences"
     assert scope_for(said, category, 0.5, True, 0.5)[0] == scope
+
+
+def test_back_on_the_old_tool_and_an_editor_chain_end_on_the_last_word(tmp_path, real_embedder):
+    workspace, vitest = _store_with(tmp_path, "tests: vitest (not jest)", "repo", "project-conventions")
+    editor, _ = workspace.add("Editor: VS Code. Give editor config as settings.json snippets.", scope="user",
+                              category="user-facts")
+    (jest,) = [m for m in _conversation(
+        workspace, real_embedder,
+        ("user", "write tests for the useDebouncedSearch hook in packages/ui/src/hooks"),
+        ("assistant", "Added useDebouncedSearch.test.ts with vitest and vi.useFakeTimers()."),
+        ("user", "ugh no. we reverted the vitest migration last week, we're back on jest."),
+        ("assistant", "Rewrote it with jest.useFakeTimers().")) if "jest" in m.body]
+    assert jest.supersedes == (vitest.id,)
+    (neovim,) = _conversation(workspace, real_embedder,
+                              ("user", "set up golangci-lint with editor integration — oh wait, I switched to neovim "
+                                       "last week, so skip the vscode settings.json part and give me the "
+                                       "nvim-lspconfig bit for gopls instead"),
+                              ("assistant", "Added .golangci.yml and the nvim-lspconfig snippet."))
+    assert neovim.supersedes == (editor.id,)
+    (zed,) = _conversation(workspace, real_embedder,
+                           ("user", "gave up on neovim lol. I'm on zed now, so no more lua config snippets."),
+                           ("assistant", "Noted."))
+    assert zed.supersedes == (neovim.id,)
+    assert _current(workspace, real_embedder) & {vitest.id, jest.id, editor.id, neovim.id, zed.id} == {jest.id, zed.id}

@@ -26,7 +26,8 @@ _CHANGE = _any(
     r"\bstopped\b", r"\bupgraded\b", r"\bbump(?:ed)?\b", r"\blower(?:ed)?\b", r"\braised\b", r"\bcut (?:it )?down\b",
     r"\bcome around\b", r"\bused to\b", r"\bretired\b", r"\babandon(?:ed)?\b", r"\bshut down\b", r"\bleft\b",
     r"\bdone with\b", r"\bdidn't work out\b", r"\b(?:we're|were|we are|it's|its|are|is|go|going|went) back to\b",
-    r"\boverruled\b", r"\brenamed\b", r"\brelocated\b", r"\bunsupported\b",
+    r"\boverruled\b", r"\brenamed\b", r"\brelocated\b", r"\bunsupported\b", r"\brevert(?:ed|ing)?\b",
+    r"\bback on\b", r"\bgave up on\b",
     r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
     # German
     r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",
@@ -48,7 +49,7 @@ _REFINE = _any(
 )
 #: before an old name: "not npm", "moved off poetry", "instead of X", "von MySQL auf"
 _NEGATED_BEFORE = _any(
-    r"\bno longer(?: \w+)?$", r"\bnot(?: \w+)?$", r"\b(?:can't|cant|cannot|won't|wont|shouldn't|"
+    r"\bno longer(?: \w+)?$", r"\bnot(?: \w+)?$", r"\brevert\w*(?: the)?$", r"\bskip(?: the)?$", r"\bgave up on$", r"\b(?:can't|cant|cannot|won't|wont|shouldn't|"
     r"shouldnt|mustn't)(?: \w+)?$", r"\bno$", r"\boff$", r"\bfrom$", r"\binstead of$", r"\bover$",
     r"\brather than$", r"\breplac\w*$", r"\bditch\w*$", r"\bdrop\w*$", r"\bleft$", r"\bleave$", r"\baway from$",
     r"\bout$", r"\bremov\w*$", r"\bforget(?: \w+)?$", r"\bscratch(?: the)?$", r"\bscrap(?: the)?$",
