@@ -123,6 +123,7 @@ def test_what_their_question_proposes(sentence, statement):
     "jest watch mode is garbage, it reran everything twice.",
     "no toques el archivo de traducciones es.json en este PR, lo está regenerando el equipo de contenido",
     "faut que ça soit mergé avant vendredi, je suis en congé toute la semaine prochaine",
+    "yep. go ahead with orders, the rest i'll do in follow-ups",
 ])
 def test_one_off_talk_is_never_a_memory(sentence):
     assert never_durable(sentence)
@@ -484,3 +485,13 @@ def test_back_on_the_old_tool_and_an_editor_chain_end_on_the_last_word(tmp_path,
                            ("assistant", "Noted."))
     assert zed.supersedes == (neovim.id,)
     assert _current(workspace, real_embedder) & {vitest.id, jest.id, editor.id, neovim.id, zed.id} == {jest.id, zed.id}
+
+
+def test_a_yes_that_says_more_to_a_one_off_offer_never_takes_the_agents_words_or_code():
+    from forgemem.capture.classify.offline import rule_form
+
+    agent = ("I'll add a helper in `internal/httpx/problem.go`:\n```go\ntype Problem struct {\n    Type string\n}\n```\n"
+             "and convert the 9 error paths in `handlers/orders.go`.")
+    text = rule_form("yep. go ahead with orders, the rest i'll do in follow-ups", category="project-conventions",
+                     scope="repo", context=agent)
+    assert "```" not in text and "Problem struct" not in text and "orders" in text

@@ -80,6 +80,8 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"demo|spike|migration|run|refactor|rename)\b",
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
                r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
+               # a go-ahead for the work proposed: "yep. go ahead with orders, the rest i'll do in follow-ups"
+               r"^\W*(?:\w+\W+){0,2}?(?:go ahead|go for it)\b(?! and (?:always|never))",
                # ... in the other languages: "no toques es.json en este PR"
                r"\b(?:en este pr|en esta rama|in diesem (?:pr|branch)|dans (?:cette|ce) (?:pr|branche)|neste pr|"
                r"in questo pr|para este pr)\b",

@@ -180,11 +180,12 @@ def rule_text(sentence: str, *, category: str, scope: str, context: str = "", pr
         remainder = _strip_filler(_ACCEPT.sub("", flat.strip()))
         standing = re.search(r"\b(?:from now on|going forward|in (?:the )?future|always|never|every|all|each|any|"
                              r"default|standard|convention|rule|whenever|by default)\b", context, re.I)
-        if standing or not (len(remainder.split()) >= 4 and _is_strong_rule(remainder)):
-            proposal = context
+        if standing or not remainder.split() or not (len(remainder.split()) >= 3 or _is_strong_rule(remainder)):
+            proposal = context  # (a yes that says more to a one-off offer is about its own words)
         else:
             flat = remainder
     if proposal and proposal.strip():
+        proposal = re.sub(r"```.*?(?:```|\Z)", " ", proposal, flags=re.S)  # the agent's code is no part of the rule
         rule = _proposal_rule(proposal, scope)
         if rule:
             budget += int(1.3 * len(proposal))
