@@ -88,7 +88,14 @@ def test_their_own_question_said_yes_to_after_the_agent_weighed_it_is_their_chan
     ("pnpm only", [("user", "add zod to the web package"),
                    ("assistant", "Which package manager should I use here, npm or pnpm?"),
                    ("user", "pnpm, like always"), ("assistant", "`pnpm add zod --filter web` done.")]),
-], ids=["yes-to-a-one-off", "like-always"])
+    # ... or "I've told you this before", and the task said with it is no part of it
+    ("no emojis in commit msgs or PR titles", [
+        ("user", "fix the token refresh race in auth/session.ts"),
+        ("assistant", "Fixed with a BroadcastChannel lock; committed as \"🐛 Fix token refresh race\"."),
+        ("user", "code's good. but again, no emojis in commits or PR titles, I've told you this before. amend it and "
+                 "the PR title is just \"Fix token refresh race between tabs\""),
+        ("assistant", "Amended.")]),
+], ids=["yes-to-a-one-off", "like-always", "told-you-before"])
 def test_nothing_is_written_and_the_rule_stays_current(tmp_path, real_embedder, seed, turns):
     workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")
     assert _conversation(workspace, real_embedder, *turns) == []
@@ -124,6 +131,7 @@ def test_what_their_question_proposes(sentence, statement):
     "no toques el archivo de traducciones es.json en este PR, lo está regenerando el equipo de contenido",
     "faut que ça soit mergé avant vendredi, je suis en congé toute la semaine prochaine",
     "yep. go ahead with orders, the rest i'll do in follow-ups",
+    "those pass for me locally.",
 ])
 def test_one_off_talk_is_never_a_memory(sentence):
     assert never_durable(sentence)
@@ -141,6 +149,7 @@ def test_one_off_talk_is_never_a_memory(sentence):
     "lena said we should use pnpm and i agree, so from now on pnpm",
     "jest is garbage, use vitest from now on",
     "%w not %v, otherwise errors.Is is useless upstream.",
+    "but again, no emojis in commits or PR titles, I've told you this before.",
 ])
 def test_standing_requests_and_changes_still_can_be(sentence):
     assert not never_durable(sentence)

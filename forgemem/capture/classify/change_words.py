@@ -121,7 +121,10 @@ def asked_in(sentences: list[str]) -> str:
 
 
 #: a rule said as what always held ("pnpm, like always"): close to a memory the store holds, nothing new
-_AS_USUAL = re.compile(r"\b(?:like|as) (?:always|usual|before|we always do)\b|\bsame as (?:always|usual|before)\b", re.I)
+_AS_USUAL = re.compile(r"\b(?:like|as) (?:always|usual|before|we always do)\b|\bsame as (?:always|usual|before)\b|"
+                       # "no emojis in commits, I've told you this before"
+                       r"\b(?:i(?:'ve| have)? told you|i(?:'ve| have)? said) (?:this|that|it) (?:before|already|a \w+ times)\b|"
+                       r"\bas i (?:said|told you)\b", re.I)
 #: how close (cosine) the memory such a rule restates must be
 RESTATED_AT = 0.35
 

@@ -58,6 +58,9 @@ _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migr
 #: a task to look into, unless the sentence also says what to do from now on
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
                    r"\b(?:is|are) (?:garbage|trash|a joke|the worst)\b",
+                   # how things went on the person's machine: "those pass for me locally"
+                   r"^(?:\W*\w+\W+){0,2}?(?:those|these|they|it|that|this|tests?) (?:all )?(?:pass(?:es)?|fail(?:s)?|"
+                   r"work(?:s)?) (?:fine )?(?:for me|on my (?:machine|laptop|side)|locally)\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring|fighting|flipping|"

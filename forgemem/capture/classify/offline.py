@@ -25,6 +25,7 @@ from forgemem.capture.classify.change_words import (
     dropped_names,
     says_as_usual,
 )
+from forgemem.capture.classify.never import _TASK_AT_HAND
 from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _not_taken_back, _quote, _similarity
 from forgemem.capture.classify.units import _CODE_ONLY, _ENDS_POINTING_BACK, _ONLY_POINTS
 from forgemem.capture.transcripts import Turn
@@ -429,7 +430,7 @@ def _merge_fragments(units: list[str]) -> list[str]:
         if merged and (_MIND_ONLY.match(last) or _ONLY_POINTS.match(last) or (_DROPS.search(last) and not _DROPS.search(unit))
                        or _DISLIKES_WHAT_WAS_DONE.search(last)
                        or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit))
-                           and not _APPLIES_TO_A_FILE.search(unit))
+                           and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit))
                        or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
             merged[-1] = f"{merged[-1]} {unit}"
         else:
