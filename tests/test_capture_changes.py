@@ -504,3 +504,16 @@ def test_a_yes_that_says_more_to_a_one_off_offer_never_takes_the_agents_words_or
     text = rule_form("yep. go ahead with orders, the rest i'll do in follow-ups", category="project-conventions",
                      scope="repo", context=agent)
     assert "```" not in text and "Problem struct" not in text and "orders" in text
+
+
+def test_what_the_team_voted_is_the_projects_even_said_with_for_me(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Branch names follow feature/<TICKET>-<short-slug>, e.g. "
+                                           "feature/PAY-1234-refund-webhook.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "make a branch for PAY-2210 and start on the currency rounding fix"),
+                            ("assistant", "Created feature/PAY-2210-jpy-rounding."),
+                            ("user", "hold on, the team voted in thursday's retro, branch names are now "
+                                     "<initials>/<ticket>, so for me that's mk/PAY-2210. no slug. rename it"),
+                            ("assistant", "Renamed to mk/PAY-2210."))
+    (memory,) = written
+    assert memory.supersedes == (old.id,) and memory.scope == "repo" and "initials" in memory.body

@@ -43,7 +43,9 @@ _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|pack
                 r"ci|pipeline|app|service|stack|api|backend|frontend|convention|style|policy)\b", r"\bhere we\b",
                 r"\bwe (?:use|always|never|keep|put|name|run|deploy|prefer|write|don't|do not|dropped|moved|switched)\b",
                 r"\bbei uns\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b", r"\ben este (?:proyecto|repo)\b",
-                r"\bdans ce (?:projet|dépôt)\b", r"\bhere\b(?!'s| is| are)")
+                r"\bdans ce (?:projet|dépôt)\b", r"\bhere\b(?!'s| is| are)",
+                # what the team settled: "the team voted in thursday's retro, branch names are now …"
+                r"\b(?:the|our) team (?:voted|decided|agreed|settled|chose)\b", r"\bteam (?:voted|decided)\b")
 #: the repository's own things: paths, commands, files, make targets — never a personal memory
 _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"`(?:make|npm|pnpm|yarn|npx|cargo|go|poetry|uv|pip|pytest|just|docker|kubectl|terraform|"
