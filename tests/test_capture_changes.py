@@ -517,3 +517,28 @@ def test_what_the_team_voted_is_the_projects_even_said_with_for_me(tmp_path, rea
                             ("assistant", "Renamed to mk/PAY-2210."))
     (memory,) = written
     assert memory.supersedes == (old.id,) and memory.scope == "repo" and "initials" in memory.body
+
+
+def test_the_use_said_after_what_goes_is_what_comes_instead_and_one_memory(tmp_path, real_embedder):
+    workspace, ld = _store_with(tmp_path, "Feature flags: LaunchDarkly. Wrap every new user-facing feature in a flag "
+                                          "(`ldClient.variation(...)`).", "repo", "architectural-decisions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "put the new pricing page behind a flag"),
+                            ("assistant", "Wrapped PricingPage in ldClient.variation('growth-pricing-v2')."),
+                            ("user", "we cancelled LaunchDarkly at renewal, flags live in our own feature_flags table "
+                                     "now. use `isEnabled('growth-pricing-v2', user)` from src/flags."),
+                            ("assistant", "Switched to isEnabled from src/flags."))
+    (memory,) = written
+    assert memory.supersedes == (ld.id,) and "isEnabled" in memory.body and "feature_flags" in memory.body
+
+
+def test_and_use_after_a_change_is_a_rule_of_its_own(tmp_path, real_embedder):
+    workspace, jest = _store_with(tmp_path, "tests: jest", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "the cart tests fail with jest is not defined"),
+                            ("assistant", "cart.test.ts calls jest.fn(), but jest is not installed."),
+                            ("user", "right, jest is gone, we ripped it out last sprint. its vitest now, `pnpm vitest "
+                                     "run`. and use msw for mocking http, dont hand roll fetch mocks"),
+                            ("assistant", "Switched to vi.fn and an msw handler."))
+    assert any(m.supersedes == (jest.id,) and "vitest" in m.body for m in written), written
+    assert any("msw" in m.body and not m.supersedes for m in written), written

@@ -90,7 +90,7 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
 
     kept: list[Proposal] = []
     for proposal in proposals:
-        same = next((e for e in kept if _one_change(e, proposal)), None)
+        same = next((e for e in kept if _one_change(e, proposal) or _what_comes_instead(e, proposal)), None)
         if same is not None:
             # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
             # … so uv add / uv sync from now on, no more poetry"): one memory, or the second, a fragment,
@@ -145,6 +145,18 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
         if not joined:
             kept.append(proposal)
     return kept
+
+
+#: "use X …", said right after what goes: what comes instead ("and use msw for mocking" adds a rule of its own)
+_USE_INSTEAD = re.compile(r"^\W*(?:(?:so|just|now|then|pls|please)\W+)*use\b", re.I)
+
+
+def _what_comes_instead(earlier: Proposal, later: Proposal) -> bool:
+    """Whether a new rule says what replaces the memory the sentence before it in the same turn dropped: "we
+    cancelled LaunchDarkly, flags live in our own feature_flags table now" … "use `isEnabled(…)` from src/flags"."""
+    return (later.relation == "new" and earlier.relation == "supersedes" and earlier.turn is not None
+            and earlier.turn is later.turn and earlier.scope == later.scope and bool(_USE_INSTEAD.match(later.quote))
+            and len(earlier.text) + len(later.text) <= JOINED_CHARS)
 
 
 def _swaps(later: Proposal, earlier) -> bool:
