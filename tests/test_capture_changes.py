@@ -132,6 +132,7 @@ def test_what_their_question_proposes(sentence, statement):
     "faut que ça soit mergé avant vendredi, je suis en congé toute la semaine prochaine",
     "yep. go ahead with orders, the rest i'll do in follow-ups",
     "those pass for me locally.",
+    "no need to do anything, just asking",
 ])
 def test_one_off_talk_is_never_a_memory(sentence):
     assert never_durable(sentence)
@@ -542,3 +543,32 @@ def test_and_use_after_a_change_is_a_rule_of_its_own(tmp_path, real_embedder):
                             ("assistant", "Switched to vi.fn and an msw handler."))
     assert any(m.supersedes == (jest.id,) and "vitest" in m.body for m in written), written
     assert any("msw" in m.body and not m.supersedes for m in written), written
+
+
+def test_found_by_the_second_trial_in_pass_take_back_and_tool_families(tmp_path, real_embedder):
+    workspace, anyhow = _store_with(tmp_path, "For errors: anyhow in the binary (src/main.rs), thiserror for the lib "
+                                              "crate errors; thats the rule here, dont mix them.", "repo",
+                                    "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "use double quotes for all strings in the ruby code"),
+                            ("assistant", "Set Style/StringLiterals to double_quotes."),
+                            ("user", "run it on app/models"), ("assistant", "14 offenses autocorrected."),
+                            ("user", "actually no, scrap the double quotes thing. single quotes unless theres "
+                                     "interpolation, thats what standardrb wants"),
+                            ("assistant", "Switched to single_quotes."),
+                            ("user", "we switched the binary from anyhow to color-eyre, nicer reports. update main.rs "
+                                     "accordingly. lib stays on thiserror"),
+                            ("assistant", "main returns color_eyre::Result<()>."))
+    assert not any("double quotes" in m.body and "scrap" not in m.body.lower() for m in written), written
+    assert any("single quotes" in m.body.lower() for m in written), written
+    assert any(m.supersedes == (anyhow.id,) and "color-eyre" in m.body for m in written), written
+
+
+@pytest.mark.parametrize("turn, joined", [
+    ("never touch config/credentials.yml.enc, only maria rotates those. that applies to every task in this repo",
+     "never touch config/credentials.yml.enc, only maria rotates those. that applies to every task in this repo"),
+])
+def test_that_applies_to_joins_the_rule_before_it(turn, joined):
+    from forgemem.capture.classify.offline import _merge_fragments
+
+    assert _merge_fragments(units(turn)) == [joined]

@@ -298,6 +298,8 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
 #: English; the heads learn other languages from few rows, so these words must not be what they lack)
 _GENERAL_ELSEWHERE = _rx(
     r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
+    # a rule said with whose it is: "single quotes unless theres interpolation, thats what standardrb wants"
+    r"\bthat'?s what [\w.-]+ (?:wants|expects|enforces|requires|says)\b",
     # what holds on beside a change: "but the scripts in scripts/ stay bash", "for yaml and markdown do 2 spaces"
     r"\b(?:stays?|remains?) (?:in )?[\w`./-]+\W*(?:,|$)", r"\bfor (?:all )?[\w.]+ (?:and [\w.]+ )?(?:files )?do\b",
     # as people type them: "dont mock the db", and a choice stated against another ("retries use tenacity, not …")

@@ -45,6 +45,7 @@ _ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what
             r"do you know)\b",
             # asked without a "?": "which would you pick here", "thoughts"
             r"\bwhich (?:one )?(?:would|should|do) (?:you|we|i)\b", r"\bwhat do you think\b", r"\bthoughts\W*$",
+            r"\bjust (?:asking|curious|wondering)\b",
             # a request to look into something, anywhere in the sentence: "…, can u check pyproject"
             r"\b(?:can|could) (?:you|u) (?:pls |please )?(?:check|look|see|take a look|verify|investigate|debug|"
             r"figure out|find out|dig)\b",

@@ -61,8 +61,7 @@ class OfflineClassifier:
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
-        from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, PERSONAL_AT
-        from forgemem.capture.classify.scope import scope_for as learned_scope
+        from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, PERSONAL_AT, scope_for
         from forgemem.capture.classify.units import units
 
         found: list[tuple[str, Turn, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
@@ -155,7 +154,7 @@ class OfflineClassifier:
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
             about = f"{before}\n{unit}" if confirm else unit
-            scope, why_scope = learned_scope(about, category, decision.user_p, self.has_repo,
+            scope, why_scope = scope_for(about, category, decision.user_p, self.has_repo,
                                            dict(decision.categories).get(category, decision.category_p))
             if (category == "corrections" and scope == "user" and why_scope in _WEAK_SCOPE and agent
                     and _AT_THE_WORK.search(unit)):
@@ -192,9 +191,10 @@ class OfflineClassifier:
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
                         relation, target, similarity = again
-            if changes_mind and (relation != "supersedes" or (
-                    similarity < CHANGE_OF_MIND_AT and not any(p.turn is turn and p.target == target for p in proposals))):
-                continue  # (the turn already replaced that memory: "replace black with ruff … and bump line-length to 100")
+            dropped = dropped_names(said[i])  # kept when it drops a rule of this pass, or its turn replaced that memory
+            if changes_mind and not any(_names_in(p.text, dropped) or (p.turn is turn and relation == "supersedes" and p.target == target)
+                                        for p in proposals) and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
+                continue
             if relation != "supersedes" and says_as_usual(unit) and any(
                     n.memory.scope == scope and n.similarity >= RESTATED_AT for n in nearest):
                 continue  # "pnpm, like always": the rule the store holds, said again
@@ -214,7 +214,7 @@ class OfflineClassifier:
                 # ... and a way of writing code kept with one repository is that project's convention
                 category = "project-conventions"
             proposals.append(Proposal(
-                text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit),
+                text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit if i in their_proposal else said[i]),
                 turn=turn, confidence=round(1.0 if confirm else decision.durable, 2),
                 reason=("a confirmation of the agent's proposal; " if confirm else f"durable {decision.durable:.2f}; ")
                        + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
@@ -224,9 +224,9 @@ class OfflineClassifier:
         return Classification(_latest_only(proposals, _similarity(embedder)), self.name)  # nothing sent anywhere
 
 
-#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds
-#: ("poetry is out, it's uv now"): it says so (`change_words._CHANGE_WORDS`), the heads give it at least this
-#: probability, and the relation model says it replaces a memory this surely
+#: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds ("poetry is
+#: out, it's uv now"): it says so (`change_words._CHANGE_WORDS`), the heads give it at least this probability, and the
+#: relation model says it replaces a memory this surely (or it drops a rule said earlier in the pass)
 CHANGE_OF_MIND_FLOOR = 0.10
 CHANGE_OF_MIND_AT = 0.5
 
@@ -318,8 +318,8 @@ _DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
-#: a fragment that only drops the old choice ("scratch GORM, it bit us twice.") belongs with what replaces it
-#: a unit that only says the mind changed ("hmm wait actually no.") belongs with what follows it
+#: a unit that only says the mind changed ("hmm wait actually no."), or only drops the old choice ("scratch GORM, it
+#: bit us twice."), belongs with what follows it
 _MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
                         r"forget (?:that|it)|never ?mind|on second thought|changed my mind)\b)+\W*$", re.I)
 _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead)\b|"
@@ -411,7 +411,7 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any)|"
+_SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
                            r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on
                            r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)

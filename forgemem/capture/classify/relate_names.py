@@ -32,7 +32,7 @@ database | database | mysql, postgres, postgresql=postgres, sqlite, mongodb, mon
 search | search | elasticsearch, opensearch, meilisearch, algolia, typesense, solr
 cache | cache | redis, memcached, varnish, valkey, keydb
 broker | jobs | kafka, rabbitmq, rabbit=rabbitmq, nats, sqs, sns, pubsub, kinesis, activemq, redis
-job-runner | jobs | celery, dramatiq, sidekiq, rq, bullmq, resque, huey, temporal
+job-runner | jobs | celery, dramatiq, sidekiq, rq, bullmq, resque, huey, temporal, solid_queue, good_job, delayed_job, oban, hangfire, asynq
 bundler | bundle | webpack, vite, parcel, rollup, esbuild, turbopack, create react app, cra=create react app, gulp, grunt, snowpack, rspack, browserify
 web-framework | frontend | react, angular, vue, svelte, solid, ember, next.js, nuxt, remix, astro, htmx, jquery, backbone
 backend-framework | backend | django, flask, fastapi, rails, express, nestjs, spring, spring boot, laravel, phoenix, gin, echo, actix, axum
@@ -79,6 +79,10 @@ notebooks | notebooks | nbstripout, jupytext
 language | language | english, german, spanish, french, italian, portuguese, japanese, british english, american english
 runtime | runtime | node, python, java, ruby, php, go, rust, dotnet, kotlin, swift, typescript, javascript, c#, c++, gdscript
 version-file | runtime | .nvmrc, .python-version, .terraform-version, .tool-versions
+rust-errors | errors | anyhow, thiserror, color-eyre, eyre, snafu, miette, failure
+dependency-injection | di | hilt, dagger, koin, kodein, guice, spring di, dig, wire, inversify, tsyringe
+snapshots | tests | insta, syrupy, snapshottest, jest snapshots, approvaltests
+ruby-style | format | rubocop, standardrb, standard, rufo
 """
 
 #: subject words: what a rule is about when it names no tool (lemma -> subject)
@@ -108,6 +112,8 @@ _SUBJECT_WORDS = {
     "shell": "shell terminal commands",
     "http": "http client calls",
     "dates": "date dates datetime time",
+    "errors": "error errors error-handling",
+    "di": "di injection dependency-injection",
     "api": "api apis endpoint endpoints",
     "auth": "auth authentication login",
     "ui": "ui screen screens layout layouts view views",
