@@ -101,6 +101,7 @@ def test_first_person_becomes_the_user(sentence, expected):
          "Use Redis for the cache since Memcached does not persist anything."),
         ("we switched from Jest to Vitest last month", "Use Vitest, not Jest."),
         ("we moved off wandb", "No longer use wandb."),
+        ("we moved off sidekiq to solid_queue last week", "Use solid_queue, not sidekiq."),
         ("we dropped moment ages ago, use date-fns", "No longer use moment, use date-fns."),
         ("our convention is kebab-case file names", "Use kebab-case file names."),
         ("we decided to go with Postgres because we need transactions",

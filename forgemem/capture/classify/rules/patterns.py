@@ -28,6 +28,8 @@ _STARTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^(?:we|the team)(?:'ve| have|'re| are)? (?:now |just )?(?:switched|moved|migrated|switching|moving|"
                 r"migrating)(?: over| everything)? to ", re.I), "Use "),
     (re.compile(rf"^(?:we|the team)(?:'ve| have)? (?:now )?(?:moved|switched|migrated|gone) (?:off|away from) "
+                rf"{_OBJ} (?:to|for|in favou?r of) {_OBJ}{_NP_END}", re.I), r"Use \2, not \1"),
+    (re.compile(rf"^(?:we|the team)(?:'ve| have)? (?:now )?(?:moved|switched|migrated|gone) (?:off|away from) "
                 rf"{_OBJ}{_NP_END}", re.I), r"No longer use \1"),
     (re.compile(rf"^(?:we|the team)(?:'ve| have)? (?:dropped|removed|ditched|killed|got rid of|retired|abandoned|"
                 rf"deprecated|stopped using) {_OBJ}{_NP_END}", re.I), r"No longer use \1"),
