@@ -223,10 +223,11 @@ _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(
 _GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake)\b", re.I)
 
 
-def _said_to_go(said: str) -> set[str]:
-    """The content words of what the person says goes (`_content`'s stems)."""
+@lru_cache(maxsize=2048)
+def _said_to_go(said: str) -> frozenset[str]:
+    """The content words of what the person says goes (`_content`'s stems); asked once a candidate, so cached."""
     spans = [m.group(1) for rx in (_GOES_AFTER, _GOES_BEFORE) for m in rx.finditer(said)]
-    return set().union(*(_content(span, set()) for span in spans)) if spans else set()
+    return frozenset().union(*(_content(span, set()) for span in spans)) if spans else frozenset()
 
 
 def _on_subject(x: list[float]) -> bool:
