@@ -220,6 +220,11 @@ def test_a_correction_that_points_back_says_what_that_was():
 
 
 def test_a_confirmation_takes_its_rule_from_the_proposal():
+    # a lead-in before the offer is no part of the rule (found by a new-user trial)
+    assert rule("yes", proposal="Before I commit: want me to run `cargo clippy --all-targets -- -D warnings` before "
+                                "every commit, and fix whatever it flags?") == (
+        "Run `cargo clippy --all-targets -- -D warnings` before every commit, and fix whatever it flags."
+    )
     proposal = "Should I pin all GitHub Actions to a commit SHA instead of a tag from now on?"
     assert rule("yes, let's do that", proposal=proposal) == (
         "Pin all GitHub Actions to a commit SHA instead of a tag."

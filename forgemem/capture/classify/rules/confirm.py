@@ -129,6 +129,9 @@ def _proposal_rule(proposal: str, scope: str) -> str:
                   flags=re.I)
     text = _TIME_ANCHOR.sub("", text)
     text = _LEAD_FILLER.sub("", text.lstrip(" ,;:—-")).strip()  # "Going forward, should …" lost its anchor
+    # a lead-in before the offer: "Since you're on koin now: want me to …", "Before I commit, should I …"
+    text = re.sub(r"^[^:?]{1,60}?[:,]\s+(?=(?:do you )?want me to\b|(?:should|shall) (?:I|we)\b|(?:would you like|"
+                  r"do you want) me to\b)", "", text, count=1, flags=re.I)
     rewrites = [
         (r"^(?:so )?(?:should|shall) (?:I|we) (?:just |also )?", ""),
         (r"^(?:do you )?want me to (?:also |just )?", ""),
