@@ -121,6 +121,11 @@ def asked_in(sentences: list[str]) -> str:
     return next((statement for statement in map(asked_to_use, sentences) if statement), "")
 
 
+#: a change said as a decision ("we decided in the arch review: config moves to pydantic-settings")
+_DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)|decided (?:in|at|on)|the decision|"
+                      r"arch(?:itecture)? review|an adr)\b", re.I)
+
+
 #: a rule said as what always held ("pnpm, like always"): close to a memory the store holds, nothing new
 _AS_USUAL = re.compile(r"\b(?:like|as) (?:always|usual|before|we always do)\b|\bsame as (?:always|usual|before)\b|"
                        # "no emojis in commits, I've told you this before"

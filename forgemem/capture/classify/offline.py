@@ -15,6 +15,7 @@ from dataclasses import replace
 from forgemem.capture.classify import Batch, Classification, Neighbour, Neighbours, Proposal
 from forgemem.capture.classify.change_words import (
     _CHANGE_WORDS,
+    _DECIDED,
     _GOES,
     _RETRACTS,
     _SAYS_THE_NEW,
@@ -61,6 +62,7 @@ class OfflineClassifier:
 
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
+        from forgemem.capture.classify.one_pass import _kept_by_the_pass
         from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, PERSONAL_AT, scope_for
         from forgemem.capture.classify.units import units
 
@@ -191,9 +193,8 @@ class OfflineClassifier:
                     if again[0] in ("supersedes", "refines", "duplicate"):
                         scope, why_scope = other, "the scope of the memory it changes"
                         relation, target, similarity = again
-            dropped = dropped_names(said[i])  # kept when it drops a rule of this pass, or its turn replaced that memory
-            if changes_mind and not any(_names_in(p.text, dropped) or (p.turn is turn and relation == "supersedes" and p.target == target)
-                                        for p in proposals) and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT):
+            if (changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT)
+                    and not _kept_by_the_pass(said[i], turn, relation, target, proposals)):
                 continue
             if relation != "supersedes" and says_as_usual(unit) and any(
                     n.memory.scope == scope and n.similarity >= RESTATED_AT for n in nearest):
@@ -214,7 +215,8 @@ class OfflineClassifier:
                 # ... and a way of writing code kept with one repository is that project's convention
                 category = "project-conventions"
             proposals.append(Proposal(
-                text=text, category=category, scope=scope, relation=relation, target=target, quote=_quote(unit if i in their_proposal else said[i]),
+                text=text, category=category, scope=scope, relation=relation, target=target,
+                quote=_quote(unit if i in their_proposal else said[i]),
                 turn=turn, confidence=round(1.0 if confirm else decision.durable, 2),
                 reason=("a confirmation of the agent's proposal; " if confirm else f"durable {decision.durable:.2f}; ")
                        + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
@@ -313,8 +315,6 @@ _CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no 
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
-_DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)|decided (?:in|at|on)|the decision|"
-                      r"arch(?:itecture)? review|an adr)\b", re.I)
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
                           r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)

@@ -71,11 +71,19 @@ def _not_taken_back(proposals: list[Proposal], plain: list[tuple[str, Turn]], tu
     kept = list(proposals)
     asked = [t for t in turns if t.role == "user"]
     for turn in (turn for sentence, turn in plain if _TAKES_BACK.search(sentence)):
-        before = asked[asked.index(turn) - 1] if asked.index(turn) > 0 else None
-        dropped = next((p for p in reversed(kept) if before is not None and p.turn is before), None)
+        n = asked.index(turn)
+        dropped = next((p for p in reversed(kept) if p.turn is asked[n - 1]), None) if n > 0 else None
         if dropped is not None:
             kept.remove(dropped)
     return kept
+
+
+def _kept_by_the_pass(said: str, turn: Turn, relation: str, target: str | None, proposals: list[Proposal]) -> bool:
+    """A weak change of mind is kept when it drops a rule said earlier in the pass ("actually no, scrap the double
+    quotes thing"), or when its turn already replaced the memory it replaces ("… and bump line-length to 100")."""
+    dropped = dropped_names(said)
+    return any(_names_in(p.text, dropped) or (relation == "supersedes" and p.turn is turn and p.target == target)
+               for p in proposals)
 
 
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
@@ -90,12 +98,16 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
 
     kept: list[Proposal] = []
     for proposal in proposals:
-        same = next((e for e in kept if _one_change(e, proposal) or _what_comes_instead(e, proposal)), None)
+        same = next((e for e in kept if _one_change(e, proposal)), None)
         if same is not None:
             # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
             # … so uv add / uv sync from now on, no more poetry"): one memory, or the second, a fragment,
             # would replace the first
             _join(same, proposal, "the next sentence of the same turn, which replaces the same memory")
+            continue
+        instead = next((e for e in kept if _what_comes_instead(e, proposal)), None)
+        if instead is not None:
+            _join(instead, proposal, "the next sentence of the same turn, which says what comes instead")
             continue
         joined = False
         # the statements said earlier, the nearest first, but one whose names this one drops before all
