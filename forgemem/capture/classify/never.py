@@ -26,10 +26,10 @@ _SAYS_TO_DO = _rx(r"\b(?:use|prefer|from now on|going forward|instead|should|mus
 _HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo|colleague|coworker|co-worker|teammate|"
                r"tech lead|senior|architect|friend|pm|product manager|reviewer)\s+(?:says|said|thinks|thought|reckons|"
                r"claims|keeps saying|insists|wants)\b",
-                # ... or by name: "lena said in standup we should ban default exports", "marco keeps saying we should"
-                r"^(?:\W*\w+\W+){0,2}?(?!i\b|we\b|you\b|they\b|it\b)[a-z][a-z'-]+ (?:said|says|keeps saying|kept "
-                r"saying|thinks|thought|suggested|suggests|mentioned|reckons|claims|proposed)(?: (?:in|at|on) (?:the )?"
-                r"(?:standup|meeting|retro|review|slack|call|chat))? (?:that )?(?:we|you|everyone|the team)\b")
+               # ... or by name: "lena said in standup we should ban default exports", "marco keeps saying we should"
+               r"^(?:\W*\w+\W+){0,2}?(?!i\b|we\b|you\b|they\b|it\b)[a-z][a-z'-]+ (?:said|says|keeps saying|kept "
+               r"saying|thinks|thought|suggested|suggests|mentioned|reckons|claims|proposed)(?: (?:in|at|on) (?:the )?"
+               r"(?:standup|meeting|retro|review|slack|call|chat))? (?:that )?(?:we|you|everyone|the team)\b")
 #: ... unless the person takes it on
 _ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so (?:we|let's|from now on|going "
                r"forward)|we(?:'re| are) doing (?:that|it)|(?:team|we) decided|it's the rule now)\b")
@@ -125,9 +125,9 @@ _TASK_AT_HAND = _rx(_STEP_OPENS + r"(?:re-?run|run|add|create|write|fix|open|bui
                     r"package\.json|pyproject|lockfile|[\w./-]+\.\w+)\b")
 _SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)? (?:you|we|i)|before (?:you|we|i)\b|"
                            r"before \w+ing|before (?:commit|push|merg|open|deploy|releas)\w*|after (?:you|we|i)\b|"
-                           r"after (?:\w+ing|commit|push|merg)\w*|once (?:you|we)\b|from now on|going forward|by default|in this (?:repo|"
-                           r"project|codebase)|instead|first|should|must|as (?:usual|always)|any ?time|on every|for "
-                           r"(?:all|every|any) )\b")
+                           r"after (?:\w+ing|commit|push|merg)\w*|once (?:you|we)\b|from now on|going forward|"
+                           r"by default|in this (?:repo|project|codebase)|instead|first|should|must|as (?:usual|always)|"
+                           r"any ?time|on every|for (?:all|every|any) )\b")
 
 
 def never_durable(sentence: str) -> bool:
