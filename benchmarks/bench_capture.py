@@ -347,9 +347,12 @@ SETS = (
      " committed before anything ran on it; misses never printed"),
     ("v2 held-out 7", "capture_v2_heldout7.yaml", "written blind on 2026-11-27 like held-out 3, by a seventh writer,"
      " and committed before anything ran on it; misses never printed"),
+    ("v2 held-out 8", "capture_v2_heldout8.yaml", "written blind on 2026-11-27 like held-out 3, by an eighth writer,"
+     " and committed before anything ran on it; misses never printed"),
 )
 #: sets whose misses are not printed: reading them would make them development data
-BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4", "v2 held-out 5", "v2 held-out 6", "v2 held-out 7"}
+BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4", "v2 held-out 5", "v2 held-out 6", "v2 held-out 7",
+         "v2 held-out 8"}
 
 
 def labelled(embedder, blind: bool = False) -> None:
