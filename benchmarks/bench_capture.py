@@ -334,6 +334,12 @@ SETS = (
     ("v2 dev 9", "capture_v2_dev9.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
      " other sets, on changes of mind (15) and scope; first measured 0.390 / 0.571, 5 of 15 on the morning's"
      " classifier and 0.474 / 0.643, 7 of 15 before any change made for it, then read and tuned on"),
+    ("v2 dev 10", "capture_v2_dev10.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, like the blind sets (ordinary month-long work, 11 changes of mind); first measured 0.600 / 0.750,"
+     " 9 of 11 on the morning's classifier, then read and tuned on"),
+    ("v2 dev 11", "capture_v2_dev11.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, like the blind sets (varied phrasing, rules beside related seeds); first measured 0.564 / 0.710,"
+     " 6 of 10 on the morning's classifier, then read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

@@ -30,6 +30,10 @@ CORPUS = ROOT.parent / "shared" / "eval" / "capture"
 #: French, Portuguese, Italian and Dutch, 70 long English turns with at most one rule buried in them, 80 hard
 #: short rows: rules without marker words, facts about the person, status reports, anecdotes)
 EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in ("", "2", "3", "4"))
+#: the development session sets (tests/fixtures/capture_v2_dev*.yaml), read sentence by sentence as training rows
+#: (`session_rows`). Never the blind held-out sets (capture_v2_heldout2.yaml and later): they only measure.
+SESSION_SETS = tuple(ROOT / "tests" / "fixtures" / f"capture_v2_{name}.yaml"
+                     for name in ("heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9"))
 TRAIN, TEST = "train", "test"
 
 
@@ -47,6 +51,56 @@ def utterances(extra: bool = True) -> list[dict]:
     for path in EXTRAS if extra else ():
         if path.is_file():
             rows += [{**row, "extra": True} for row in _jsonl(path)]
+    return rows
+
+
+def session_rows(paths=SESSION_SETS, units=None, similar=None) -> list[dict]:
+    """Training rows from labelled sessions: each sentence of a person's turn, with the agent's turn before it.
+
+    A sentence holding every word of an expected memory is durable, with that memory's (first) category and
+    scope; a sentence of a turn holding no expected memory is not durable; the other sentences of a turn that
+    holds one (its reasons, its lead-in) are left out. A sentence `similar(sentence, texts)` finds close to a
+    seed memory or to a durable sentence of the session is left out too: a rule said again, or changed later in
+    the same pass, is not "nothing lasting" even though nothing is written for it.
+    """
+    import yaml
+
+    def first(value):
+        return value[0] if isinstance(value, list) else value
+
+    rows: list[dict] = []
+    for path in paths:
+        if not path.is_file():
+            continue
+        for case in yaml.safe_load(path.read_text(encoding="utf-8")):
+            expect = [want for want in case.get("expect") or [] if want.get("words")]
+            said = []  # (row id, the agent's turn before, the turn's sentences, {sentence: the memory it holds})
+            for n, items in enumerate(case.get("passes") or [case["turns"]]):
+                before = ""
+                for t, item in enumerate(items):
+                    (role, text), = item.items()
+                    if role != "user":
+                        before = str(text)
+                        continue
+                    pieces = units(str(text)) or [str(text)]
+                    holds = {i: want for i, piece in enumerate(pieces) for want in expect
+                             if all(str(w).lower() in piece.lower() for w in want["words"])}
+                    said.append((f"{path.stem}:{case['name']}:{n}:{t}", before, pieces, holds))
+                    before = ""
+            durable = [pieces[i] for _, _, pieces, holds in said for i in holds]
+            known = [str(item["text"]) for item in case.get("existing") or []] + durable
+            for row_id, before, pieces, holds in said:
+                for i, piece in enumerate(pieces):
+                    want = holds.get(i)
+                    if want is None and (holds or (similar and known and similar(piece, known))):
+                        continue
+                    rows.append({
+                        "id": f"{row_id}:{i}", "extra": True,
+                        "context": [{"role": "assistant", "text": before}] if before else [],
+                        "text": piece, "durable": want is not None, "kind": "rule" if want else "other",
+                        "category": first(want["category"]) if want else None,
+                        "scope": first(want["scope"]) if want else None, "memory": None,
+                    })
     return rows
 
 

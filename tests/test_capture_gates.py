@@ -342,10 +342,10 @@ def test_a_reaction_to_a_habit_said_with_a_complaint_that_it_recurs_is_a_correct
     found = OfflineClassifier(True, real_embedder).classify(
         Batch(turns[1:], "cadence", "g", "g", context=turns[:1]), lambda t: []).proposals
     assert [p.category for p in found] == ["corrections"] and "type: ignore" in found[0].text, found
-    turns[1] = Turn("g", 1, "user", "stop slapping type: ignore on things, fix the actual type.", None, "g", 2, 2, 0, 0)
+    turns[1] = Turn("g", 1, "user", "stop, fix the actual type on line 44 instead.", None, "g", 2, 2, 0, 0)
     found = OfflineClassifier(True, real_embedder).classify(
         Batch(turns[1:], "cadence", "g", "g", context=turns[:1]), lambda t: []).proposals
-    assert found == []  # said once, with no word that it recurs: the fix at hand
+    assert found == []  # said once about one line, with no word that it recurs: the fix at hand
 
 
 def test_two_statements_of_one_pass_without_a_word_of_change_both_hold(tmp_path, real_embedder):

@@ -274,13 +274,6 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"toujours|nie|niemals|immer|mai|nooit|altijd)\b", r"\bfrom now on\b",
                      r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|a partir de ahora|a partir de agora|"
                      r"d'ora in poi|voortaan)\b",
-                     # the person's setup, said plainly: it lasts ("I'm on a mac", "I use neovim")
-                     r"\bi(?:'m| am|m) (?:on|using) (?:a |an )?(?:mac|macos|windows|linux|ubuntu|wsl\w*|arch|fedora|"
-                     r"debian|chromebook|m\d mac)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
-                     r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
-                     r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
-                     r"\bi(?:'m| am|m) in (?:the )?[\w/+-]+ (?:time|timezone|time zone|tz)\b",
-                     r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
                      # a team's change of tool or way: "we're moving this repo to opentofu", "we switched to uv"
                      r"\bwe(?:'re| are|'ve| have)? (?:moving|moved|switching|switched|migrating|migrated|"
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
@@ -292,6 +285,18 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"(?:repo|repository|project|codebase)\b",
                      r"\b(?:en este (?:repo|repositorio|proyecto)|in diesem (?:repo|projekt)|dans ce (?:repo|projet|"
                      r"dépôt)|neste (?:repo|projeto|repositório)|in questo (?:repo|progetto)|in deze (?:repo|project))\b")
+
+
+#: the person's setup, said plainly: it lasts ("I'm on a mac", "I use neovim", "my shell is fish"). Said bare, the
+#: heads give it little ("i'm on windows" 0.13: sessions are full of "i'm on a train", "im on call this week"), so it
+#: clears the lowest bar: only a word that it does not last ("today", "this week": `never_durable`) stops it
+_SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an )?(?:mac|macos|windows|linux|ubuntu|wsl\w*|arch|fedora|"
+                  r"debian|chromebook|m\d mac)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
+                  r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
+                  r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
+                  r"\bi(?:'m| am|m) in (?:the )?[\w/+-]+ (?:time|timezone|time zone|tz)\b",
+                  r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b")
+SETUP_AT = 0.05
 
 
 #: the same standing words in the other languages people write to their agent (the pattern features are
@@ -333,7 +338,7 @@ _GENERAL_ELSEWHERE = _rx(
 
 def generalises(sentence: str) -> bool:
     return (any(_P[name].search(sentence) for name in GENERAL) or bool(_GENERAL_ELSEWHERE.search(sentence))
-            or bool(_STANDING_RULE.search(sentence)))
+            or bool(_STANDING_RULE.search(sentence)) or bool(_SETUP_SAID.search(sentence)))
 
 
 def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> list[Decision]:
@@ -365,6 +370,8 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
         bar = heads.durable_at
         if texts is not None and _STANDING_RULE.search(texts[i]):
             bar = min(bar, STANDING_AT)
+        if texts is not None and _SETUP_SAID.search(texts[i]):
+            bar = min(bar, SETUP_AT)
         if texts is not None and not generalises(texts[i]):
             bar = max(bar, UNMARKED_AT)
         if texts is not None and never_durable(texts[i]):

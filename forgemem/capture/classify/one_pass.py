@@ -14,6 +14,7 @@ import re
 
 from forgemem.capture.classify import Proposal
 from forgemem.capture.classify.change_words import _SAYS_A_CHANGE, _names_in, dropped_names
+from forgemem.capture.classify.scope import _REPO_CUE, _USER_CUE
 from forgemem.capture.transcripts import Turn
 
 QUOTE_CHARS = 160
@@ -86,6 +87,10 @@ def _kept_by_the_pass(said: str, turn: Turn, relation: str, target: str | None, 
                for p in proposals)
 
 
+#: a word of where a rule holds ("in all my projects", "in this repo")
+_SCOPE_SAID = re.compile(f"{_USER_CUE.pattern}|{_REPO_CUE.pattern}", re.I)
+
+
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     """A change of mind inside one pass: only the later statement is written.
 
@@ -119,8 +124,12 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                                   similarity(earlier.text, proposal.text))
             relation, index, _ = decide_relation(proposal.text, proposal.quote, proposal.category, proposal.scope,
                                                  [candidate])
-            if relation != "supersedes" and earlier.scope == proposal.scope and _names_in(
-                    earlier.text, dropped_names(proposal.quote)):
+            if relation != "supersedes" and _names_in(earlier.text, dropped_names(proposal.quote)) and (
+                    earlier.scope == proposal.scope or not _SCOPE_SAID.search(f"{earlier.quote} {proposal.quote}")):
+                # what it says goes is what was said earlier in the pass ("use double quotes for all strings" …
+                # "scrap the double quotes thing. single quotes …"): replaced, even when the two were guessed into
+                # different stores; said with a word of where, the two may both hold (a repo's exception to a
+                # personal rule)
                 relation, index = "supersedes", 0
             elif relation == "supersedes" and not _SAYS_A_CHANGE.search(proposal.quote):
                 # two statements of one pass with no word of a change between them ("this codebase is all
