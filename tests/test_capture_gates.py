@@ -350,13 +350,15 @@ def test_a_reaction_to_a_habit_said_with_a_complaint_that_it_recurs_is_a_correct
 
 def test_two_statements_of_one_pass_without_a_word_of_change_both_hold(tmp_path, real_embedder):
     """"This codebase is all unittest.TestCase …" then "stick with TestCase here even tho i normally prefer pytest
-    style": the second agrees with the first, it does not replace it (the names swap, but nothing changed)."""
+    style": the second agrees with the first, it does not replace it (the names swap, but nothing changed); the two
+    sentences say one rule, so they are one memory."""
     workspace, _ = _store_with(tmp_path, "Prefers pytest-style tests with plain asserts over unittest.TestCase.",
                                "user", "coding-preferences")
     said = ("this codebase is all unittest.TestCase, the old harness in runtests.py depends on it. stick with "
             "TestCase here even tho i normally prefer pytest style")
     written_ = _said(workspace, real_embedder, said)
-    assert len(written_) == 2 and not any(m.supersedes for m in written_), written_
+    assert len(written_) == 1 and not written_[0].supersedes, written_
+    assert "runtests.py" in written_[0].body and "stick with TestCase here" in written_[0].body, written_
 
 
 @pytest.mark.parametrize("question, answer, fact", [
@@ -445,3 +447,14 @@ def test_how_the_agent_explains_is_the_persons_even_said_of_this_codebase(real_e
     [found] = written("when you explain changes give me the full reasoning, i'm still learning this codebase and "
                       "want to understand why", real_embedder)
     assert found.scope == "user", found
+
+
+def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "The user prefers dark themes.", "user", "coding-preferences")
+    said = ("no no. the convention is: values.yaml only holds defaults that are identical in every env, anything "
+            "env-specific lives in values-staging.yaml / values-prod.yaml. no env conditionals in templates. move it")
+    [memory] = _said(workspace, real_embedder, said)
+    assert "values-prod.yaml" in memory.body and "conditionals" in memory.body, memory.body
+    # two rules on two subjects in one turn stay two
+    written_ = _said(workspace, real_embedder, "we use pnpm for installs in this repo. never commit .env files")
+    assert len(written_) == 2, written_

@@ -27,7 +27,15 @@ from forgemem.capture.classify.change_words import (
     says_as_usual,
 )
 from forgemem.capture.classify.never import _TASK_AT_HAND
-from forgemem.capture.classify.one_pass import JOINED_CHARS, _joined, _latest_only, _not_taken_back, _quote, _similarity
+from forgemem.capture.classify.one_pass import (
+    JOINED_CHARS,
+    _joined,
+    _latest_only,
+    _not_taken_back,
+    _one_thought,
+    _quote,
+    _similarity,
+)
 from forgemem.capture.classify.units import _CODE_ONLY, _ENDS_POINTING_BACK, _ONLY_POINTS
 from forgemem.capture.transcripts import Turn
 
@@ -223,7 +231,9 @@ class OfflineClassifier:
                        + (f" ({similarity:.2f})" if target else ""),
             ))
         proposals = _not_taken_back(proposals, plain, batch.turns)
-        return Classification(_latest_only(proposals, _similarity(embedder)), self.name)  # nothing sent anywhere
+        similarity = _similarity(embedder)
+        proposals = _one_thought(_latest_only(proposals, similarity), similarity)
+        return Classification(proposals, self.name)  # nothing sent anywhere
 
 
 #: a sentence the heads find not durable enough is still a memory when it changes a rule the store holds ("poetry is
