@@ -458,3 +458,20 @@ def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_e
     # two rules on two subjects in one turn stay two
     written_ = _said(workspace, real_embedder, "we use pnpm for installs in this repo. never commit .env files")
     assert len(written_) == 2, written_
+
+
+@pytest.mark.parametrize("sentence, never", [
+    ("stm32 sensor node fw: I need UART RX via DMA with a ring buffer so we stop dropping bytes at 921600.", True),
+    ("i need you to always run the linter before you commit", False),
+    ("Hallo, ich brauch eine Migration für die neue Spalte `kuendigungsdatum`", True),
+    ("No corras el pipeline entero hoy que tarda dos horas, solo el paso de limpieza", True),
+    ("as of today we use uv for everything", False),
+    ('ERR_PNPM_OUTDATED_LOCKFILE Cannot install with "frozen-lockfile" because pnpm-lock.yaml is not up to date', True),
+    ("`just bench` fails for me with \"fish: Unsupported use of '='.", True),
+    ('it fails with "unknown flag" so always use the long form of the flags', False),
+    ("New screen NotificationSettings: toggles for push / email / sms, persisted per user", True),
+    ("the macros blow up on scala 3.4 with our opaque types in three other services", True),
+])
+def test_reports_specs_and_todays_instructions_are_not_rules(sentence, never):
+    """What the person needs built now, what failed and how, pasted tool output, and what holds only today."""
+    assert never_durable(sentence) is never

@@ -64,6 +64,12 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"work(?:s)?) (?:fine )?(?:for me|on my (?:machine|laptop|side)|locally)\b",
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
+                   r"\b(?:blows?|blew|blowing) up\b",
+                   # how it failed, said with where or how: "`just bench` fails for me with \"fish: …\""
+                   r"\b(?:fails?|failed|crash(?:es|ed)?|errors? out|errored|breaks|broke) (?:for me|on my (?:machine|"
+                   r"laptop|side)|locally|with (?:this|an?|the)?\s*[\"'`:(]|when i\b)",
+                   # a line of pasted tool output: "ERR_PNPM_OUTDATED_LOCKFILE Cannot install …", "error[E0308]: …"
+                   r"^[A-Z][A-Z0-9]*_[A-Z0-9_]{3,}\b", r"^(?:error|fatal|panic|traceback|exception|warning)\b\s*[:\[(]",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring|fighting|flipping|"
                    r"conflicting|breaking|overwriting|reverting)\b",
                    r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"
@@ -72,6 +78,7 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    # what introduces pasted output: "running the tests on my side gives me this:"
                    r"\b(?:gives?|gave|getting|got|throws?|threw|returns?|prints?|shows?|spits? out) (?:me |us )?"
                    r"(?:this|these|the following)\s*:?\s*$")
+_QUOTED = re.compile(r'"[^"]*(?:"|$)|“[^”]*(?:”|$)')
 _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
                        r"mov(?:e|ed|ing)|replac\w+|migrat\w+ (?:to|from|off|away))\b")
 
@@ -95,14 +102,22 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"woche|semana|settimana|week|friday|monday|vendredi|lundi)\b)",
                # "don't push yet": held back for now, in any language
                r"\b(?:don'?t|do not)\s+(?:\w+\s+){0,3}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
-               r"non ancora|nog niet)\b")
+               r"non ancora|nog niet)\b",
+               # today only, in any language ("no corras el pipeline entero hoy"), but not "as of today"
+               r"(?<!as of )(?<!from )(?<!starting )(?<!since )\b(?:today|tonight|hoy|heute|aujourd'hui|oggi|hoje|"
+               r"vandaag)\b(?! on\b| onwards?\b)",
+               # a spec of the thing to build: "new screen NotificationSettings: toggles for …"
+               r"^\W*new (?:screen|page|endpoint|route|component|service|table|column|field|job|feature|module|command|"
+               r"view|form|dialog|modal|migration|script) [\w`./-]+\s*:")
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
-_REQUEST = _rx(r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|we need|can you|could you|please)\s+"
+_REQUEST = _rx(r"^(?:\W*\w+\W+){0,5}?i need (?!you\b|to (?:always|never)\b|(?:all|every|each|any|no)\b)[\w`./-]+"
+               r"(?: [\w`./-]+)? (?:via|with|for|in|on|that|which|so)\b",
+               r"^(?:\W*\w+\W+){0,2}?(?:i (?:want|need|'d like|would like)|we need|can you|could you|please)\s+"
                r"(?:a|an|to (?:quickly |just )?(?:add|build|create|make|write|fix|implement|have|get|see|try|run|test|"
                r"check|debug)|(?:add|make|create|write|"
                r"build|fix|implement) (?:a|an|the))\b",
                # ... in the other languages people write to their agent
-               r"^(?:\W*\w+\W+){0,2}?(?:il me faut|j'ai besoin d|je veux|je voudrais|peux-tu|tu peux|ich brauche|"
+               r"^(?:\W*\w+\W+){0,2}?(?:il me faut|j'ai besoin d|je veux|je voudrais|peux-tu|tu peux|ich brauche?|"
                r"ich möchte|ich will|kannst du|könntest du|necesito|quiero|puedes|podrías|preciso|quero|você pode|"
                r"mi serve|voglio|puoi|ik wil|kun je|kan je)\b")
 
@@ -143,8 +158,8 @@ def never_durable(sentence: str) -> bool:
         return True
     if _DESCRIBES.search(sentence) and not _SAYS_TO_DO.search(sentence):
         return True
-    if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
-        return True
+    if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(_QUOTED.sub(" ", sentence)):
+        return True  # (what the quoted output says is not what the person says to do)
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
         return True
     if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
