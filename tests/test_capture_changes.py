@@ -383,6 +383,10 @@ def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no
      "that's for all my code everywhere, not just this repo.",
      'personally i hate f-strings in log calls, use lazy %-style args logger.info("done in %.1fs", elapsed). '
      "that's for all my code everywhere, not just this repo."),
+    # the reason, pointing back at the rule it explains
+    ("never hardcode a relation name in a model — we once had a prod run reading from a dev schema because of "
+     "exactly that", "never hardcode a relation name in a model; we once had a prod run reading from a dev schema "
+     "because of exactly that"),
 ])
 def test_a_sentence_leaning_on_its_neighbour_is_one_unit_with_it(turn, joined):
     from forgemem.capture.classify.offline import _merge_fragments
@@ -572,3 +576,11 @@ def test_that_applies_to_joins_the_rule_before_it(turn, joined):
     from forgemem.capture.classify.offline import _merge_fragments
 
     assert _merge_fragments(units(turn)) == [joined]
+
+
+@pytest.mark.parametrize("sentence", [
+    "do not run pod install with the system cocoapods, it's always `cd ios && bundle exec pod install`",
+    "migrations run with `bundle exec rails db:migrate`, never with the schema loader",
+])
+def test_a_rule_naming_the_repositorys_commands_is_the_repositorys(sentence):
+    assert scope_for(sentence, "corrections", 0.9, True)[0] == "repo"

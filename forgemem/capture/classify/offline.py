@@ -433,6 +433,12 @@ _DISLIKES_WHAT_WAS_DONE = re.compile(r"\byou \w+ .*\bi (?:really )?(?:don'?t|do 
                                      r"(?:that|it|this)\W*$", re.I)
 
 
+#: the reason for what was said just before, pointing back at it: "never hardcode a relation name in a model — we once
+#: had a prod run reading from a dev schema because of exactly that", "… that's why we pin it"
+_REASON_BACK = re.compile(r"\bbecause of (?:exactly |precisely |just )?(?:that|this|it)\b|\b(?:that'?s|thats|this is|"
+                          r"which is) (?:exactly )?why\b|\bfor (?:that|this) (?:reason|very reason)\b", re.I)
+
+
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
@@ -441,8 +447,9 @@ def _merge_fragments(units: list[str]) -> list[str]:
                        or _DISLIKES_WHAT_WAS_DONE.search(last)
                        or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit))
                            and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit))
-                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
-            merged[-1] = f"{merged[-1]} {unit}"
+                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit) or _REASON_BACK.search(unit)):
+            ends = bool(re.search(r"[.!?;:,]\s*$", merged[-1]))
+            merged[-1] = f"{merged[-1]}{' ' if ends or not _REASON_BACK.search(unit) else '; '}{unit}"
         else:
             merged.append(unit)
         last = unit

@@ -49,7 +49,8 @@ _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|pack
 #: the repository's own things: paths, commands, files, make targets — never a personal memory
 _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"`(?:make|npm|pnpm|yarn|npx|cargo|go|poetry|uv|pip|pytest|just|docker|kubectl|terraform|"
-                   r"gradle|\./)\b[^`]*`",
+                   r"gradle|cd|bundle|rake|rails|mvn|dotnet|mix|sbt|flutter|composer|bazel|nx|tox|nox|helm|"
+                   r"\./)\b[^`]*`",
                    r"(?:^|\s)(?:\./|src/|lib/|tests?/|app/|packages/|docs/|scripts/|internal/|cmd/|\.github/)\S*",
                    r"\bmake (?!(?:me|it|sure|the|a|an|this|that|them|us|you|those|these|things?|everything|every|all|any|some|"
                    r"one|more|less|its?|my|your|our|their|his|her|so|such|no|up|do)\b)[a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
