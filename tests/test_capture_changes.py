@@ -584,3 +584,32 @@ def test_that_applies_to_joins_the_rule_before_it(turn, joined):
 ])
 def test_a_rule_naming_the_repositorys_commands_is_the_repositorys(sentence):
     assert scope_for(sentence, "corrections", 0.9, True)[0] == "repo"
+
+
+def test_off_the_table_names_what_goes_and_a_json_library_chain_ends_with_one_head(tmp_path, real_embedder):
+    """circe -> jsoniter-scala -> "jsoniter is off the table. … zio-json for all services": three passes, one head."""
+    workspace, _ = _store_with(tmp_path, "The user prefers dark themes.", "user", "coding-preferences")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    said = ["we use circe for json across all our scala services, semi-auto derivation only",
+            "circe derivation is killing compile times. we talked it over: switching to jsoniter-scala for all the "
+            "scala services, circe goes away",
+            "jsoniter is off the table. the macros blow up on scala 3.4 with our opaque types. final answer: zio-json "
+            "for all services"]
+    ids = []
+    for n, text in enumerate(said):
+        turns = [Turn("g", 2 * n, "user", text, None, "g", 2 * n, 2 * n, 0, 0),
+                 Turn("g", 2 * n + 1, "assistant", "Okay.", None, "g", 2 * n + 1, 2 * n + 1, 0, 0)]
+        [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
+        assert n == 0 or memory.supersedes == (ids[-1],), (text, memory)
+        ids.append(memory.id)
+    capturer.engine.refresh()
+    heads = {m.id for m in capturer.engine.snapshot.graph.heads()}
+    assert ids[-1] in heads and not heads & set(ids[:-1])
+
+
+def test_two_sentences_naming_one_thing_share_it():
+    from forgemem.capture.classify.one_pass import _name_shared
+
+    assert _name_shared("`make check` is the project's single entry point for lint + tests.",
+                        "CI and humans both only ever call make check, so wire everything into it.")
+    assert not _name_shared("Use pnpm for installs.", "Never commit .env files.")

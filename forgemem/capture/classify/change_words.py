@@ -17,7 +17,7 @@ from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
 _CHANGE_WORDS = re.compile(
     r"\b(?:(?<!right )(?<!just )now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed|ing)?|drop(?:ped|ping)?|cancel(?:l?ed|ling)?|(?:soften|relax|loosen)(?:ed|ing)? the|(?:is|are) "
-    r"(?:out|gone)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
+    r"(?:out|gone|off the table)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
     r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
     r"get(?:ting)? rid of|got rid of|no more|stattdessen|nicht mehr|ya no|en (?:vez|lugar) de|au lieu de|bump(?:ed|ing)?(?: [\w.-]+){0,2} to|upgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to)\b",
     re.I)
@@ -34,7 +34,7 @@ _DROPPED = re.compile(
     r"(?:gone|went|going|gotten|got) off|"
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
-    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used)\b"
+    r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used|off the table)\b"
     # "rip black out of pre-commit"
     r"|\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:the |our )?`?([\w.+-]{3,})`? out\b"
     # "no fix/feat prefix anymore"
@@ -49,7 +49,7 @@ _NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really"
 #: it tells which memory the rule said next to it replaces
 _GOES = re.compile(
     r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
-    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over)\b|"
+    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over|off the table)\b|"
     r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
     r"\b(?:changed|change) (?:my|our) mind (?:about|on)\b|\b(?:scrap|ditch|drop|forget|kill) (?:the|that|our) [\w`.-]+"
     r"(?: [\w`.-]+){0,2} thing\b|\b(?:we're|we are|i'm|im|i am) (?:dropping|ditching|"

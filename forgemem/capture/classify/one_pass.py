@@ -203,6 +203,19 @@ def _swaps(later: Proposal, earlier) -> bool:
 ONE_THOUGHT_AT = 0.3
 
 
+#: ... or this close when both name the same thing ("`make check` is our single entry point for lint + tests" … "CI and
+#: humans both only ever call make check, so wire everything into it": 0.26)
+ONE_NAMED_THOUGHT_AT = 0.2
+
+
+def _name_shared(a: str, b: str) -> bool:
+    """Whether a tool, path or code span one names is in the other's words too."""
+    from forgemem.capture.classify.relate_names import _names
+
+    return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", other, re.I)
+               for text, other in ((a, b), (b, a)) for name in _names(text) if len(name) > 2)
+
+
 def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
     """Sentences of one turn that say one rule are one memory: "values.yaml only holds defaults … no env
     conditionals in templates", "my shell is fish, always … no `export FOO=bar &&`, no `source …`".
@@ -216,7 +229,8 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
         last = kept[-1] if kept else None
         if (last is not None and last.turn is not None and last.turn is proposal.turn
                 and last.target == proposal.target and "user-facts" not in (last.category, proposal.category)
-                and similarity(last.text, proposal.text) >= ONE_THOUGHT_AT):
+                and similarity(last.text, proposal.text) >= (ONE_NAMED_THOUGHT_AT if _name_shared(last.text, proposal.text)
+                                                             else ONE_THOUGHT_AT)):
             _join(last, proposal, "the next sentence of the same turn, on the same rule")
             continue
         kept.append(proposal)

@@ -142,7 +142,7 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     gone_words = _said_to_go(spoken)
     # an old name turned down ("moved off poetry"), or the old rule's words said to go ("scrap header versioning")
     negated = (any(_negated(spoken, name) for name in old.names)
-               or (bool(gone_words) and len(gone_words & old.content) >= min(2, len(gone_words))))
+               or (bool(gone_words) and len(_among(gone_words, old.content)) >= min(2, len(gone_words))))
     # a name the old memory turned down and the new one takes back ("rip out prettier" -> "back to prettier")
     revived = {name for name in old.names & rule.names if _negated(candidate.text, name) and not _negated(spoken, name)}
     kept = any(name in rule.names for name in old.names - revived) and not negated
@@ -220,7 +220,14 @@ _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(
                          r"rip(?:ped)? out|moved? off|instead of|away from|done with|no longer|changed? (?:my|our) mind (?:about|on))\s+"
                          r"(?:the |our |that |"
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
-_GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake)\b", re.I)
+_GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table)\b", re.I)
+
+
+def _among(words: frozenset[str], content: set[str] | frozenset[str]) -> set[str]:
+    """The words found among `content`, a word standing for the hyphenated name it starts ("jsoniter" is off the
+    table: "jsoniter-scala")."""
+    heads = {c.split("-", 1)[0] for c in content if "-" in c}
+    return {w for w in words if w in content or w in heads}
 
 
 @lru_cache(maxsize=2048)

@@ -83,6 +83,7 @@ rust-errors | errors | anyhow, thiserror, color-eyre, eyre, snafu, miette, failu
 dependency-injection | di | hilt, dagger, koin, kodein, guice, spring di, dig, wire, inversify, tsyringe
 snapshots | tests | insta, syrupy, snapshottest, jest snapshots, approvaltests
 ruby-style | format | rubocop, standardrb, standard, rufo
+json-libs | serialization | circe, jsoniter-scala, jsoniter=jsoniter-scala, zio-json, play-json, jackson, gson, moshi
 """
 
 #: subject words: what a rule is about when it names no tool (lemma -> subject)
