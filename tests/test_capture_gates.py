@@ -475,3 +475,30 @@ def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_e
 def test_reports_specs_and_todays_instructions_are_not_rules(sentence, never):
     """What the person needs built now, what failed and how, pasted tool output, and what holds only today."""
     assert never_durable(sentence) is never
+
+
+def test_changing_my_mind_on_the_thing_replaces_it(tmp_path, real_embedder):
+    workspace, terse = _store_with(tmp_path, "Wants terse answers: code first, no explanations.", "user", "user-facts")
+    said = ("yes revert. and ok, changing my mind on the terse thing: when you touch infra (k8s, helm, terraform) give "
+            "me 2-3 sentences on what you changed and why before the diff. code-only is still fine for everything else")
+    written_ = _said(workspace, real_embedder, said)
+    replaced = [m for m in written_ if m.supersedes]
+    assert [m.supersedes for m in replaced] == [(terse.id,)], written_
+    assert replaced[0].body.startswith("When you touch infra"), replaced[0].body  # no "changing my mind" preamble
+
+
+def test_a_decision_said_as_final_is_an_architectural_decision(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "The user prefers dark themes.", "user", "coding-preferences")
+    said = ("fyi marta made the call last week and it's final: endpoints are defined with tapir and the openapi spec "
+            "is generated from them")
+    [memory] = _said(workspace, real_embedder, said)
+    assert (memory.category, memory.scope) == ("architectural-decisions", "repo"), memory
+
+
+def test_a_rule_pointing_at_its_own_words_is_not_lost_to_the_task_before_it():
+    from forgemem.capture.classify.offline import _merge_fragments
+    from forgemem.capture.classify.units import units
+
+    turn = ("next: I need to add a default to events.source (200M rows, pg16 so it's metadata-only). every DDL on prod "
+            "goes in a transaction with SET lock_timeout = '3s' first, thats the rule here, so write it like that")
+    assert len(_merge_fragments(units(turn))) == 2

@@ -51,7 +51,7 @@ _GOES = re.compile(
     r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
     r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over|off the table)\b|"
     r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
-    r"\b(?:changed|change) (?:my|our) mind (?:about|on)\b|\b(?:scrap|ditch|drop|forget|kill) (?:the|that|our) [\w`.-]+"
+    r"\b(?:changed|change|changing) (?:my|our) mind (?:about|on)\b|\b(?:scrap|ditch|drop|forget|kill) (?:the|that|our) [\w`.-]+"
     r"(?: [\w`.-]+){0,2} thing\b|\b(?:we're|we are|i'm|im|i am) (?:dropping|ditching|"
     r"killing|scrapping) (?:the |that |our )?\S+|"
     r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
@@ -70,7 +70,9 @@ _GOES = re.compile(
     re.I)
 #: ... unless it also says what comes instead
 _SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)? to|moved to|going with|go with|now|from now on|"
-                           r"always|never|prefer|should|must|moves? to|back to)\b", re.I)
+                           r"always|never|prefer|should|must|moves? to|back to)\b|"
+                           # the new said after a colon: "changing my mind on the terse thing: when you touch infra …"
+                           r"\bmind (?:about|on)\b[^:.;]{0,40}:\s*\S+(?:\s+\S+){3,}", re.I)
 
 
 def dropped_names(said: str) -> set[str]:
@@ -123,7 +125,7 @@ def asked_in(sentences: list[str]) -> str:
 
 #: a change said as a decision ("we decided in the arch review: config moves to pydantic-settings")
 _DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)|decided (?:in|at|on)|the decision|"
-                      r"arch(?:itecture)? review|an adr)\b", re.I)
+                      r"arch(?:itecture)? review|an adr|made the call|(?:it'?s|its) final|final decision)\b", re.I)
 
 
 #: a rule said as what always held ("pnpm, like always"): close to a memory the store holds, nothing new

@@ -68,7 +68,7 @@ _P = {
     "rationale": _rx(r"\bbecause\b", r"\bsince\b", r"\bso that\b", r"\bto avoid\b", r"\bweil\b", r"\bporque\b",
                      r"\bparce que\b", r"\b(?:too|so) (?:slow|fast|flaky|expensive|complex|risky|heavy)\b"),
     "change": _rx(r"\bactually\b", r"\binstead\b", r"\bno longer\b", r"\banymore\b", r"\bswitch(?:ed|ing)?\b",
-                  r"\bmoved? (?:to|off|from|away)\b", r"\bchanged? (?:my|our) mind\b", r"\bscratch that\b",
+                  r"\bmoved? (?:to|off|from|away)\b", r"\bchang(?:e|ed|ing) (?:my|our) mind\b", r"\bscratch that\b",
                   r"\bnow (?:we|i|it's|its|on)\b", r"\breplac\w+\b", r"\bmigrat\w+\b", r"\bi was wrong\b"),
     "negation_start": _rx(r"^(?:no|nope|wrong|not quite|not like that|that's (?:wrong|not|incorrect)|don't|do not|"
                           r"stop|never|nein|no,)\b"),
@@ -303,6 +303,9 @@ SETUP_AT = 0.05
 #: English; the heads learn other languages from few rows, so these words must not be what they lack)
 _GENERAL_ELSEWHERE = _rx(
     r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
+    # a decision said as settled: "marta made the call and it's final: endpoints are defined with tapir"
+    r"\b(?:made the call|(?:it'?s|its|that'?s|thats|is) final|final (?:answer|decision|call)|settled on|"
+    r"the decision is)\b",
     # a rule said with whose it is: "single quotes unless theres interpolation, thats what standardrb wants"
     r"\bthat'?s what [\w.-]+ (?:wants|expects|enforces|requires|says)\b",
     # what holds on beside a change: "but the scripts in scripts/ stay bash", "for yaml and markdown do 2 spaces"

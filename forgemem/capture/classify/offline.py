@@ -213,6 +213,8 @@ class OfflineClassifier:
                 # change of mind about a convention is one too, not a correction of the agent; but a decision said
                 # as one ("we decided in the arch review: config moves to pydantic-settings") is one
                 category = "architectural-decisions" if _DECIDED.search(unit) and scope == "repo" else replaced.category
+            elif scope == "repo" and category == "project-conventions" and _DECIDED.search(unit):
+                category = "architectural-decisions"  # "marta made the call and it's final: endpoints are … tapir"
             if relation == "supersedes" and replaced and replaced.scope == scope and category == replaced.category:
                 pass  # ... even a kind filed against its scope's usual one ("coding-preferences" in a repository)
             elif scope == "user" and category in ("project-conventions", "architectural-decisions"):
@@ -439,15 +441,27 @@ _REASON_BACK = re.compile(r"\bbecause of (?:exactly |precisely |just )?(?:that|t
                           r"which is) (?:exactly )?why\b|\bfor (?:that|this) (?:reason|very reason)\b", re.I)
 
 
+def _lost_to_the_task(before: str, unit: str) -> bool:
+    """Whether a rule that ends pointing at something ("every DDL on prod goes in a transaction with SET lock_timeout
+    first, thats the rule here, so write it like that") would die joined to the task said before it ("next: I need to
+    add a default to events.source"): it points at its own words, not at the task."""
+    from forgemem.capture.classify.learned import never_durable
+    from forgemem.capture.classify.never import _SAYS_WHEN_IT_RECURS
+
+    return (bool(_SAYS_WHEN_IT_RECURS.search(unit)) and never_durable(before) and not never_durable(unit)
+            and never_durable(f"{before} {unit}"))
+
+
 def _merge_fragments(units: list[str]) -> list[str]:
     merged: list[str] = []
     last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
     for unit in units:
         if merged and (_MIND_ONLY.match(last) or _ONLY_POINTS.match(last) or (_DROPS.search(last) and not _DROPS.search(unit))
                        or _DISLIKES_WHAT_WAS_DONE.search(last)
-                       or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit))
-                           and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit))
-                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit) or _REASON_BACK.search(unit)):
+                       or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit) or _REASON_BACK.search(unit))
+                           and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit)
+                           and not _lost_to_the_task(merged[-1], unit))
+                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
             ends = bool(re.search(r"[.!?;:,]\s*$", merged[-1]))
             merged[-1] = f"{merged[-1]}{' ' if ends or not _REASON_BACK.search(unit) else '; '}{unit}"
         else:

@@ -217,7 +217,7 @@ _WORD = r"[\w+/-]+(?:\.[\w+/-]+)*"  # a word, a path or a dotted name, not the f
 #: "redis is out"
 _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(?:ped)?|forget(?: about)?|get rid of|"
                          r"cancel(?:l?ed)?|(?:soften|relax|loosen)(?:ed|ing)?|"
-                         r"rip(?:ped)? out|moved? off|instead of|away from|done with|no longer|changed? (?:my|our) mind (?:about|on))\s+"
+                         r"rip(?:ped)? out|moved? off|instead of|away from|done with|no longer|chang(?:e|ed|ing) (?:my|our) mind (?:about|on))\s+"
                          r"(?:the |our |that |"
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
 _GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table)\b", re.I)
@@ -228,6 +228,12 @@ def _among(words: frozenset[str], content: set[str] | frozenset[str]) -> set[str
     table: "jsoniter-scala")."""
     heads = {c.split("-", 1)[0] for c in content if "-" in c}
     return {w for w in words if w in content or w in heads}
+
+
+#: a change of mind that names the rule it changes, not only a tool: "changing my mind on the terse thing", "scrap the
+#: double quotes thing", "forget the 80 col thing"
+_NAMES_THE_OLD = re.compile(r"\bchang(?:e|ed|ing) (?:my|our) mind (?:about|on)\b|\b(?:scrap|scratch|ditch|drop|forget|"
+                            r"kill) (?:about )?(?:the|that|our) (?:[\w`.-]+ ){1,3}(?:thing|rule|bit|part)\b", re.I)
 
 
 @lru_cache(maxsize=2048)
@@ -321,6 +327,12 @@ def relate(
     # one tool of a kind holds at a time: "use uv" where "use poetry" held, the old one not named again and no
     # word of addition, replaces it, however few words it takes; and one value of a named thing: "bumping to node
     # 20" where "node 18" held
+    # the old rule named as the one that changes ("changing my mind on the terse thing: …", "scrap the double quotes
+    # thing"): the one memory of the scope holding every word said to go is replaced, whatever the new one's words
+    if _NAMES_THE_OLD.search(said or new_text) and (gone := _said_to_go(said or new_text)):
+        named = [i for i, c in enumerate(candidates) if c.scope == scope and gone <= _side(c.text).content]
+        if len(named) == 1:
+            return "supersedes", named[0], max(probs[named[0]]["supersedes"], EXCLUSIVE_SWAP)
     swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and not x[_REFINE_CUE]
              and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
     for label in ("supersedes", "refines"):
