@@ -340,6 +340,14 @@ SETS = (
     ("v2 dev 11", "capture_v2_dev11.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
      " other sets, like the blind sets (varied phrasing, rules beside related seeds); first measured 0.564 / 0.710,"
      " 6 of 10 on the morning's classifier, then read and tuned on"),
+    ("v2 dev 12", "capture_v2_dev12.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, like the blind sets (rules said over several sentences, 11 changes of mind); first measured"
+     " 0.442 / 0.697, 6 of 11 on the morning's classifier and 0.429 / 0.545 before any change made for it, then"
+     " read and tuned on"),
+    ("v2 dev 13", "capture_v2_dev13.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, like the blind sets (terse run-on turns, pasted logs, 10 changes of mind); first measured"
+     " 0.654 / 0.607, 6 of 10 on the morning's classifier and 0.769 / 0.714 before any change made for it, then"
+     " read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

@@ -216,6 +216,11 @@ def _name_shared(a: str, b: str) -> bool:
                for text, other in ((a, b), (b, a)) for name in _names(text) if len(name) > 2)
 
 
+#: a sentence that opens by adding one more thing: another rule ("… build.gradle.kts. Und Versionen gehören nie …")
+_ADDS_ONE = re.compile(r"^\W*(?:and|also|plus|oh and|btw|one more thing|another thing|und|auch|außerdem|y|también|"
+                       r"además|et|aussi|e|inoltre|en|ook)\b", re.I)
+
+
 def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
     """Sentences of one turn that say one rule are one memory: "values.yaml only holds defaults … no env
     conditionals in templates", "my shell is fish, always … no `export FOO=bar &&`, no `source …`".
@@ -228,7 +233,8 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
     for proposal in proposals:
         last = kept[-1] if kept else None
         if (last is not None and last.turn is not None and last.turn is proposal.turn
-                and last.target == proposal.target and "user-facts" not in (last.category, proposal.category)
+                and last.target == proposal.target and last.scope == proposal.scope
+                and "user-facts" not in (last.category, proposal.category) and not _ADDS_ONE.match(proposal.quote)
                 and similarity(last.text, proposal.text) >= (ONE_NAMED_THOUGHT_AT if _name_shared(last.text, proposal.text)
                                                              else ONE_THOUGHT_AT)):
             _join(last, proposal, "the next sentence of the same turn, on the same rule")
