@@ -16,6 +16,7 @@ from forgemem.capture.classify import Batch
 from forgemem.capture.classify.change_words import dropped_names
 from forgemem.capture.classify.learned import generalises, never_durable
 from forgemem.capture.classify.offline import OfflineClassifier, answer_fact
+from forgemem.capture.classify.scope import scope_for
 from forgemem.capture.transcripts import Turn
 from forgemem.recall.engine import RecallEngine
 from forgemem.workspace import Workspace, init_forge_dir
@@ -471,6 +472,9 @@ def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_e
     ('it fails with "unknown flag" so always use the long form of the flags', False),
     ("New screen NotificationSettings: toggles for push / email / sms, persisted per user", True),
     ("the macros blow up on scala 3.4 with our opaque types in three other services", True),
+    ("New model + migration for webhook_deliveries: id, endpoint_id (fk webhook_endpoints), payload, status", True),
+    ("Need to bump the gke node pool in envs/prod from e2-standard-4 to n2-standard-8", True),
+    ("new services: always use tapir, no hand-written routes", False),
 ])
 def test_reports_specs_and_todays_instructions_are_not_rules(sentence, never):
     """What the person needs built now, what failed and how, pasted tool output, and what holds only today."""
@@ -502,3 +506,12 @@ def test_a_rule_pointing_at_its_own_words_is_not_lost_to_the_task_before_it():
     turn = ("next: I need to add a default to events.source (200M rows, pg16 so it's metadata-only). every DDL on prod "
             "goes in a transaction with SET lock_timeout = '3s' first, thats the rule here, so write it like that")
     assert len(_merge_fragments(units(turn))) == 2
+
+
+@pytest.mark.parametrize("sentence, scope", [
+    ("every keymap gets a desc, in all my plugins", "user"),
+    ("Aquí no usamos tailwind y no lo vamos a meter.", "repo"),
+    ("hier nutzen wir nur Gradle Kotlin DSL", "repo"),
+])
+def test_scope_cues_for_the_persons_own_things_and_here_in_other_languages(sentence, scope):
+    assert scope_for(sentence, "coding-preferences", 0.9, True)[0] == scope

@@ -18,7 +18,7 @@ _OWN_WORK = (r"\b(?:in|for|on|across) my (?:own |personal |side |other |private 
              r"|\bnot (?:just|only) (?:in |for )?(?:this|the|our) (?:repo|repository|project|codebase)\b"
              # "in everything i write i want full type hints"
              r"|\b(?:in|for|across) (?:everything|anything|all(?: the code)?) i (?:write|do|build|make|touch|work on)\b")
-_USER_CUE = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
+_USER_CUE = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
                 r"\bi(?:'d| would) (?:rather|like|prefer)\b", r"\b(?:big |huge )?fan of\b", r"\bi find\b",
@@ -31,7 +31,7 @@ _USER_CUE = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|co
                 r"finish|are done)\b", r"\byour (?:answers?|replies|responses|explanations?|summar(?:y|ies))\b",
                 r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
 #: personal cues that outweigh any word about the repository
-_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
+_ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                        r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                        r"\bregardless of (?:the )?project\b", r"\bpersonally\b",
                        # how the agent talks to the person: theirs, even said of this codebase ("when you explain
@@ -44,6 +44,9 @@ _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|pack
                 r"\bwe (?:use|always|never|keep|put|name|run|deploy|prefer|write|don't|do not|dropped|moved|switched)\b",
                 r"\bbei uns\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b", r"\ben este (?:proyecto|repo)\b",
                 r"\bdans ce (?:projet|dépôt)\b", r"\bhere\b(?!'s| is| are)",
+                # "here" and "we use" in the other languages: "aquí no usamos tailwind", "hier nutzen wir …"
+                r"\b(?:aquí|acá|hier|ici|qui|aqui)\b", r"\b(?:no )?(?:usamos|utilizamos|nutzen wir|verwenden wir|wir nutzen|"
+                r"wir verwenden|on utilise|nous utilisons|usiamo|utilizziamo)\b",
                 # what the team settled: "the team voted in thursday's retro, branch names are now …"
                 r"\b(?:the|our) team (?:voted|decided|agreed|settled|chose)\b", r"\bteam (?:voted|decided)\b")
 #: the repository's own things: paths, commands, files, make targets — never a personal memory
