@@ -33,7 +33,8 @@ EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in 
 #: the development session sets (tests/fixtures/capture_v2_dev*.yaml), read sentence by sentence as training rows
 #: (`session_rows`). Never the blind held-out sets (capture_v2_heldout2.yaml and later): they only measure.
 SESSION_SETS = tuple(ROOT / "tests" / "fixtures" / f"capture_v2_{name}.yaml"
-                     for name in ("heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9"))
+                     for name in ("heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10",
+                                 "dev11", "dev12", "dev13"))
 TRAIN, TEST = "train", "test"
 
 
@@ -100,6 +101,9 @@ def session_rows(paths=SESSION_SETS, units=None, similar=None) -> list[dict]:
                         "text": piece, "durable": want is not None, "kind": "rule" if want else "other",
                         "category": first(want["category"]) if want else None,
                         "scope": first(want["scope"]) if want else None, "memory": None,
+                        # a writer who allowed several kinds or stores: the row trains neither head of those
+                        "category_open": bool(want) and isinstance(want["category"], list) and len(want["category"]) > 1,
+                        "scope_open": bool(want) and isinstance(want["scope"], list) and len(want["scope"]) > 1,
                     })
     return rows
 

@@ -198,7 +198,7 @@ def category_l2(x: np.ndarray, cats: np.ndarray, folds: np.ndarray, log, kind: s
 
 
 def char_head(texts: list[str], y: np.ndarray, weight: np.ndarray, folds: np.ndarray, cats: np.ndarray,
-              log) -> tuple[dict, np.ndarray]:
+              sure: np.ndarray, log) -> tuple[dict, np.ndarray]:
     """The character n-gram head: TF-IDF (sublinear tf) and L2 logistic regression, C by cross-validation.
 
     Returns its arrays and its out-of-fold scores (for the mix)."""
@@ -228,9 +228,8 @@ def char_head(texts: list[str], y: np.ndarray, weight: np.ndarray, folds: np.nda
     tfidf, model = fit(np.ones(len(y), dtype=bool))
     grams = sorted(tfidf.vocabulary_, key=tfidf.vocabulary_.get)
     log(f"  character n-grams ({len(grams):,}): C {c} (cross-validated best F{BETA} {best[0]:.3f} on TRAIN folds)")
-    durable = y == 1
-    category_w, category_b = fit_softmax(tfidf.transform([t for t, d in zip(texts, durable, strict=True) if d]),
-                                         cats[durable], len(CATEGORIES), 1.0 / CHAR_CATEGORY_C)
+    category_w, category_b = fit_softmax(tfidf.transform([t for t, d in zip(texts, sure, strict=True) if d]),
+                                         cats[sure], len(CATEGORIES), 1.0 / CHAR_CATEGORY_C)
     return {"char_vocabulary": np.array(grams), "char_idf": tfidf.idf_.astype(np.float32),
             "char_w": model.coef_[0].astype(np.float32), "char_b": np.float32(model.intercept_[0]),
             "char_category_w": category_w, "char_category_b": category_b}, best[2]
@@ -263,17 +262,23 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def labelled(meta: list[dict], what: str) -> np.ndarray:
+    """The durable rows whose `what` ("category" or "scope") trains its head: not one a session's writer left open
+    between several ("category: [corrections, project-conventions]")."""
+    return np.array([bool(m["durable"]) and not m.get(f"{what}_open") for m in meta])
+
+
 def train_heads(x: np.ndarray, meta: list[dict], l2: float, l2_category: float) -> dict[str, np.ndarray]:
     y = np.array([1.0 if m["durable"] else 0.0 for m in meta])
     weight = np.where(y == 1, 1.0, NEGATIVE_WEIGHT)
     mean, scale = standardise(x)
     xs = (x - mean) / scale
     durable_w, durable_b = fit_binary(xs, y, weight, l2)
-    durable = y == 1
+    sure, where = labelled(meta, "category"), labelled(meta, "scope")
     cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
-    category_w, category_b = fit_softmax(xs[durable], cats[durable], len(CATEGORIES), l2_category)
+    category_w, category_b = fit_softmax(xs[sure], cats[sure], len(CATEGORIES), l2_category)
     user = np.array([1.0 if m.get("scope") == "user" else 0.0 for m in meta])
-    scope_w, scope_b = fit_binary(xs[durable], user[durable], np.ones(int(durable.sum())), l2_category)
+    scope_w, scope_b = fit_binary(xs[where], user[where], np.ones(int(where.sum())), l2_category)
     return {"durable_w": durable_w, "durable_b": np.float32(durable_b),
             "category_w": category_w, "category_b": category_b, "scope_w": scope_w,
             "scope_b": np.float32(scope_b), "mean": mean, "scale": scale}
@@ -298,20 +303,20 @@ def build(log=print) -> bytes:
     chosen, scores = {}, {}
     for kind, x in features.items():
         chosen[kind], scores[kind] = cross_validated(x, y, weight, folds, log, f"{kind} ({x.shape[1]} features)")
-        durable = y == 1
+        sure = labelled(meta, "category")
         cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
-        l2_category = category_l2(x[durable], cats[durable], folds[durable], log, kind)
+        l2_category = category_l2(x[sure], cats[sure], folds[sure], log, kind)
         if kind == "dense":
             dense_category_l2 = l2_category
         for key, value in train_heads(x, meta, chosen[kind], l2_category).items():
             arrays[f"{kind}_{key}"] = np.asarray(value)
     cats = np.array([CATEGORIES.index(m["category"]) if m["durable"] else 0 for m in meta])
-    char_arrays, char_scores = char_head(texts, y, weight, folds, cats, log)
+    sure = labelled(meta, "category")
+    char_arrays, char_scores = char_head(texts, y, weight, folds, cats, sure, log)
     arrays.update(char_arrays)
-    durable = y == 1
     arrays["char_category_mix"] = np.float32(category_mix(
-        features["dense"][durable], [t for t, d in zip(texts, durable, strict=True) if d], cats[durable],
-        folds[durable], dense_category_l2, log))
+        features["dense"][sure], [t for t, d in zip(texts, sure, strict=True) if d], cats[sure],
+        folds[sure], dense_category_l2, log))
     # with a model: a mix of the three heads' probabilities; threshold and mix by the same cross-validation
     best = None
     for mix in MIX_CHOICES:
