@@ -515,3 +515,10 @@ def test_a_rule_pointing_at_its_own_words_is_not_lost_to_the_task_before_it():
 ])
 def test_scope_cues_for_the_persons_own_things_and_here_in_other_languages(sentence, scope):
     assert scope_for(sentence, "coding-preferences", 0.9, True)[0] == scope
+
+
+def test_switched_to_a_tool_of_the_same_kind_replaces_it_even_named_again(tmp_path, real_embedder):
+    workspace, vscode = _store_with(tmp_path, "Uses VS Code as editor", "user", "user-facts")
+    said = "and pls stop giving me vscode menu steps, i switched to neovim a month ago (gopls + bufls through lspconfig)"
+    written_ = _said(workspace, real_embedder, said)
+    assert [m.supersedes for m in written_] == [(vscode.id,)], written_

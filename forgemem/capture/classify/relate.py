@@ -230,6 +230,16 @@ def _among(words: frozenset[str], content: set[str] | frozenset[str]) -> set[str
     return {w for w in words if w in content or w in heads}
 
 
+#: what the person says they moved to: "i switched to neovim", "we migrated to opentofu", "we're on pnpm now"
+_MOVED_TO = re.compile(r"\b(?:switched|switching|moved|moving|migrated|migrating|went|gone|changed|changing) (?:(?:over|"
+                       r"everything|it|us|all|the \w+) ){0,2}(?:to|onto)\s+(?:the |a |an )?([\w.+#-]+(?: [\w.+#-]+)?)", re.I)
+
+
+def _moved_to(said: str) -> set[str]:
+    """The known tools the person says they moved to (canonical names; none when the words name no known tool)."""
+    return {name for m in _MOVED_TO.finditer(said) for name in _names(m.group(1))}
+
+
 #: a change of mind that names the rule it changes, not only a tool: "changing my mind on the terse thing", "scrap the
 #: double quotes thing", "forget the 80 col thing"
 _NAMES_THE_OLD = re.compile(r"\bchang(?:e|ed|ing) (?:my|our) mind (?:about|on)\b|\b(?:scrap|scratch|ditch|drop|forget|"
@@ -333,6 +343,15 @@ def relate(
         named = [i for i, c in enumerate(candidates) if c.scope == scope and gone <= _side(c.text).content]
         if len(named) == 1:
             return "supersedes", named[0], max(probs[named[0]]["supersedes"], EXCLUSIVE_SWAP)
+    # "i switched to neovim" where "uses VS Code" held: a tool of the same kind said as what the person moved to
+    # replaces the one memory of the scope naming its kind, even when the old one is named again ("stop giving me
+    # vscode menu steps")
+    if moved_to := _moved_to(said or new_text):
+        kinds = _families(moved_to)
+        same_kind = [i for i, c in enumerate(candidates) if c.scope == scope
+                     and (old := _side(c.text).names) and not moved_to & old and _families(old) & kinds]
+        if len(same_kind) == 1:
+            return "supersedes", same_kind[0], max(probs[same_kind[0]]["supersedes"], EXCLUSIVE_SWAP)
     swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and not x[_REFINE_CUE]
              and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
     for label in ("supersedes", "refines"):
