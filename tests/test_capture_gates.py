@@ -211,6 +211,10 @@ def test_what_the_projects_tools_are_is_a_rule(sentence, real_embedder):
     ("make the button blue", False),
     ("put it in utils", False),
     ("use that one", False),
+    ("naming is stg_<source>__<table> with DOUBLE underscore", True),
+    ("branch names follow feat/<ticket>-<slug>", True),
+    ("ich sitz in berlin, wenn du uhrzeiten nennst bitte in MEZ", True),
+    ("fix the name of that variable", False),
 ])
 def test_an_instruction_about_things_in_general_is_not_a_task(sentence, general):
     assert generalises(sentence) is general

@@ -303,6 +303,8 @@ SETUP_AT = 0.05
 #: English; the heads learn other languages from few rows, so these words must not be what they lack)
 _GENERAL_ELSEWHERE = _rx(
     r"\b(?:in general|generally|as a rule|rule of thumb|by convention|as standard)\b",
+    # how things are named here: "naming is stg_<source>__<table>", "branch names follow feat/<ticket>"
+    r"\bnaming(?: scheme| convention| pattern)? (?:is|are|here is)\b", r"\bnames (?:are|follow|look like|go like)\b",
     # a decision said as settled: "marta made the call and it's final: endpoints are defined with tapir"
     r"\b(?:made the call|(?:it'?s|its|that'?s|thats|is) final|final (?:answer|decision|call)|settled on|"
     r"the decision is)\b",
@@ -324,7 +326,7 @@ _GENERAL_ELSEWHERE = _rx(
     r"\b\w{3,}s here (?:is|are)\b",
     # German
     r"\b(?:immer|nie|niemals|ab jetzt|ab sofort|künftig|in zukunft|grundsätzlich|generell|bei uns|wir (?:nutzen|"
-    r"verwenden|benutzen|machen|schreiben|haben)|ich (?:bin|sitze|arbeite|wohne|nutze|bevorzuge|mag)|lieber|"
+    r"verwenden|benutzen|machen|schreiben|haben)|ich (?:bin|sitze?|arbeite|wohne|nutze|bevorzuge|mag)|lieber|"
     r"keine?n?|nicht mehr|statt)\b",
     # Spanish, Portuguese, Italian
     r"\b(?:siempre|sempre|nunca|mai|jamás|a partir de (?:ahora|agora)|de ahora en adelante|d'ora in poi|"
