@@ -383,6 +383,9 @@ def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no
      "that's for all my code everywhere, not just this repo.",
      'personally i hate f-strings in log calls, use lazy %-style args logger.info("done in %.1fs", elapsed). '
      "that's for all my code everywhere, not just this repo."),
+    # whose way it is, said after it
+    ("and format it with stylua, 2 spaces, column_width 100. thats my setup for all my lua code, not just this plugin",
+     "and format it with stylua, 2 spaces, column_width 100. thats my setup for all my lua code, not just this plugin"),
     # the reason, pointing back at the rule it explains
     ("never hardcode a relation name in a model — we once had a prod run reading from a dev schema because of "
      "exactly that", "never hardcode a relation name in a model; we once had a prod run reading from a dev schema "

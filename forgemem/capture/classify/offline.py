@@ -424,6 +424,8 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
 _SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
+                           # "thats my setup for all my lua code, not just this plugin"
+                           r"(?:that'?s|thats|this is|it'?s) my (?:setup|style|default|preference|config|way)\b|"
                            r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on
                            r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
