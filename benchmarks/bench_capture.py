@@ -348,6 +348,12 @@ SETS = (
      " other sets, like the blind sets (terse run-on turns, pasted logs, 10 changes of mind); first measured"
      " 0.654 / 0.607, 6 of 10 on the morning's classifier and 0.769 / 0.714 before any change made for it, then"
      " read and tuned on"),
+    ("v2 dev 14", "capture_v2_dev14.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, like the blind sets; first measured 0.417 / 0.517, 4 of 11 on the morning's classifier and"
+     " 0.500 / 0.552, 5 of 11 before any change made for it, then read and tuned on"),
+    ("v2 dev 15", "capture_v2_dev15.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, on data, ML and infra work; first measured 0.621 / 0.667, 8 of 11 on the morning's classifier and"
+     " 0.571 / 0.593, 6 of 11 before any change made for it, then read and tuned on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

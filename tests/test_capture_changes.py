@@ -616,3 +616,16 @@ def test_two_sentences_naming_one_thing_share_it():
     assert _name_shared("`make check` is the project's single entry point for lint + tests.",
                         "CI and humans both only ever call make check, so wire everything into it.")
     assert not _name_shared("Use pnpm for installs.", "Never commit .env files.")
+
+
+def test_what_a_change_means_said_after_it_is_part_of_it(tmp_path, real_embedder):
+    workspace, fly = _store_with(tmp_path, "sveltekit app deployed on fly.io with adapter-node", "repo",
+                                 "architectural-decisions")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    said = ("so the fly bill came in and we're done with it. moving to cloudflare pages: swap adapter-node for "
+            "adapter-cloudflare in svelte.config.js and fix whatever breaks. that also means server code has to run "
+            "on workers from here on")
+    turns = [Turn("g", 0, "user", said, None, "g", 0, 0, 0, 0), Turn("g", 1, "assistant", "Okay.", None, "g", 1, 1, 0, 0)]
+    written = capturer.run(Batch(turns, "cadence", "g", "g")).written
+    change = [m for m in written if m.supersedes == (fly.id,)]
+    assert len(change) == 1 and "cloudflare" in change[0].body and "workers" in change[0].body, written

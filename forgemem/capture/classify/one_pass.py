@@ -91,6 +91,10 @@ def _kept_by_the_pass(said: str, turn: Turn, relation: str, target: str | None, 
 _SCOPE_SAID = re.compile(f"{_USER_CUE.pattern}|{_REPO_CUE.pattern}", re.I)
 
 
+#: a sentence that says what the one before it means: "that also means …", "which means …"
+_SAYS_WHAT_IT_MEANS = re.compile(r"^\W*(?:(?:and|so)\s+)?(?:that|this|which|it) (?:also |then )?means\b", re.I)
+
+
 def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     """A change of mind inside one pass: only the later statement is written.
 
@@ -103,6 +107,12 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
 
     kept: list[Proposal] = []
     for proposal in proposals:
+        if kept and kept[-1].turn is not None and kept[-1].turn is proposal.turn and _SAYS_WHAT_IT_MEANS.match(
+                proposal.text):
+            # "moving to cloudflare pages … that also means server code has to run on workers from here on": what the
+            # change means, said after it, is part of it (not a change of the change)
+            _join(kept[-1], proposal, "the next sentence of the same turn, which says what it means")
+            continue
         same = next((e for e in kept if _one_change(e, proposal)), None)
         if same is not None:
             # two sentences of one turn replacing the same memory state one change ("use uv instead of poetry,
