@@ -526,3 +526,18 @@ def test_switched_to_a_tool_of_the_same_kind_replaces_it_even_named_again(tmp_pa
     said = "and pls stop giving me vscode menu steps, i switched to neovim a month ago (gopls + bufls through lspconfig)"
     written_ = _said(workspace, real_embedder, said)
     assert [m.supersedes for m in written_] == [(vscode.id,)], written_
+
+
+@pytest.mark.parametrize("seed, said", [
+    ("Spark jobs run on EMR, secrets via boto3 from Secrets Manager",
+     "fyi the project is off EMR, everything runs on databricks since october"),
+    ("Generator: Unix Makefiles.",
+     "i rewrote CMakePresets.json, every preset uses Ninja Multi-Config now and the Makefiles presets are deleted"),
+    ("CI runners: ubuntu-22.04, pinned.",
+     "while youre at it move every workflow to ubuntu-24.04, 22.04 is whats been biting us. 24.04 pinned is the "
+     "standard, not latest"),
+])
+def test_implicit_changes_against_terse_seeds_replace_them(tmp_path, real_embedder, seed, said):
+    workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")
+    written_ = _said(workspace, real_embedder, said)
+    assert [m.supersedes for m in written_] == [(old.id,)], written_

@@ -31,7 +31,7 @@ RETRACTED_AT = 0.35
 #: the old choice dropped by name: "scratch GORM", "we moved off wandb", "yarn is out", "no fix prefix anymore"
 _DROPPED = re.compile(
     r"\b(?:scratch|scrap(?:ped)?|ditch(?:ing)?|drop(?:ped|ping)?|cancel(?:l?ed)?|forget|moved? (?:off|away from)|moving (?:off|away from)|no longer use|"
-    r"(?:gone|went|going|gotten|got) off|"
+    r"(?:gone|went|going|gotten|got) off|(?:is|are|we're|we are|were) (?:fully |now |finally )?off|"
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
     r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used|off the table)\b"
@@ -49,7 +49,8 @@ _NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really"
 #: it tells which memory the rule said next to it replaces
 _GOES = re.compile(
     r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
-    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over|off the table)\b|"
+    r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over|off the table|"
+    r"deleted|removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off [\w`.-]+|"
     r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
     r"\b(?:changed|change|changing) (?:my|our) mind (?:about|on)\b|\b(?:scrap|ditch|drop|forget|kill) (?:the|that|our) [\w`.-]+"
     r"(?: [\w`.-]+){0,2} thing\b|\b(?:we're|we are|i'm|im|i am) (?:dropping|ditching|"

@@ -220,7 +220,8 @@ _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(
                          r"rip(?:ped)? out|moved? off|instead of|away from|done with|no longer|chang(?:e|ed|ing) (?:my|our) mind (?:about|on))\s+"
                          r"(?:the |our |that |"
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
-_GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table)\b", re.I)
+_GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table|deleted|"
+                          rf"removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off (?:the |our )?({_WORD})", re.I)
 
 
 def _among(words: frozenset[str], content: set[str] | frozenset[str]) -> set[str]:
@@ -249,7 +250,7 @@ _NAMES_THE_OLD = re.compile(r"\bchang(?:e|ed|ing) (?:my|our) mind (?:about|on)\b
 @lru_cache(maxsize=2048)
 def _said_to_go(said: str) -> frozenset[str]:
     """The content words of what the person says goes (`_content`'s stems); asked once a candidate, so cached."""
-    spans = [m.group(1) for rx in (_GOES_AFTER, _GOES_BEFORE) for m in rx.finditer(said)]
+    spans = [next(g for g in m.groups() if g) for rx in (_GOES_AFTER, _GOES_BEFORE) for m in rx.finditer(said)]
     return frozenset().union(*(_content(span, set()) for span in spans)) if spans else frozenset()
 
 

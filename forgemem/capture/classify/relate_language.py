@@ -14,14 +14,16 @@ def _any(*patterns: str) -> re.Pattern[str]:
 #: a change of mind, in English, German, Spanish and French
 _CHANGE = _any(
     r"\bno longer\b", r"\bnot\b[^.;]{0,40}\bany ?more\b", r"\bany ?more\b", r"\binstead\b", r"\brather than\b",
-    r"\bswitch(?:ed|ing)?\b", r"\bmov(?:e|ed|ing) (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
+    r"\bswitch(?:ed|ing)?\b", r"\bmov(?:e|ed|ing)(?: [\w.-]+){0,3}? (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
     r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bbump(?:ed|ing)?(?: [\w.-]+){0,2} to\b",
     r"\bupgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
     r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
     r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b", r"\bnew rule\b", r"\bno more\b",
     r"\breplac(?:e|ed|es|ing)\b", r"\bditch(?:ed|ing)?\b", r"\bdropp(?:ed|ing)\b", r"\bdrop\b",
-    r"\b(?:is|are|'s|'re) (?:gone|out|dead|history|legacy|deprecated|archived|frozen|over)\b",
+    r"\b(?:is|are|'s|'re) (?:gone|out|dead|history|legacy|deprecated|archived|frozen|over|deleted|removed|stale)\b",
+    # "the project is off EMR", "we're off heroku"
+    r"\b(?:is|are|'s|'re|we're|were|we are|got) (?:fully |now |finally )?off\b",
     r"\bdeprecated\b", r"\brip(?:ped|ping)? out\b", r"\bgot rid of\b", r"\bstopp?(?:ed)? (?:using|doing|committing)\b",
     r"\bstopped\b", r"\bupgraded\b", r"\bbump(?:ed)?\b", r"\blower(?:ed)?\b", r"\braised\b", r"\bcut (?:it )?down\b",
     r"\bcome around\b", r"\bused to\b", r"\bretired\b", r"\babandon(?:ed)?\b", r"\bshut down\b", r"\bleft\b",

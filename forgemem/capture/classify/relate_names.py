@@ -83,6 +83,8 @@ rust-errors | errors | anyhow, thiserror, color-eyre, eyre, snafu, miette, failu
 dependency-injection | di | hilt, dagger, koin, kodein, guice, spring di, dig, wire, inversify, tsyringe
 snapshots | tests | insta, syrupy, snapshottest, jest snapshots, approvaltests
 ruby-style | format | rubocop, standardrb, standard, rufo
+spark-platform | compute | emr, databricks, dataproc, aws glue, synapse, hdinsight
+cmake-generator | build | ninja, ninja multi-config, unix makefiles, makefiles, visual studio, xcode
 json-libs | serialization | circe, jsoniter-scala, jsoniter=jsoniter-scala, zio-json, play-json, jackson, gson, moshi
 """
 
