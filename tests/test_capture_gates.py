@@ -541,3 +541,13 @@ def test_implicit_changes_against_terse_seeds_replace_them(tmp_path, real_embedd
     workspace, old = _store_with(tmp_path, seed, "repo", "project-conventions")
     written_ = _said(workspace, real_embedder, said)
     assert [m.supersedes for m in written_] == [(old.id,)], written_
+
+
+@pytest.mark.parametrize("said", [
+    "and keep answers short, 3-4 lines unless i ask for the deep dive",
+    "honestly you can stop explaining every change in detail, I read the diff.",
+])
+def test_how_the_agent_talks_to_the_person_is_about_the_person(tmp_path, real_embedder, said):
+    workspace, _ = _store_with(tmp_path, "Repo uses pnpm.", "repo", "project-conventions")
+    [memory] = _said(workspace, real_embedder, said)
+    assert (memory.category, memory.scope) == ("user-facts", "user"), memory

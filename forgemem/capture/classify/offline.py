@@ -224,6 +224,10 @@ class OfflineClassifier:
             elif scope == "repo" and category == "coding-preferences":
                 # ... and a way of writing code kept with one repository is that project's convention
                 category = "project-conventions"
+            elif scope == "user" and category == "coding-preferences" and _HOW_TO_TALK.search(unit):
+                # how the agent is to talk to the person ("keep answers short", "stop explaining every change, I read
+                # the diff") is about the person, not about code: 10 of 11 such rules in the labelled sessions
+                category = "user-facts"
             proposals.append(Proposal(
                 text=text, category=category, scope=scope, relation=relation, target=target,
                 quote=_quote(unit if i in their_proposal else said[i]),
@@ -267,6 +271,9 @@ def _as_trained(agent_turn: str) -> str:
     return _ACKNOWLEDGMENT if _ACKNOWLEDGES.match(agent_turn) else agent_turn
 
 
+#: the agent's answers to the person, and how it explains
+_HOW_TO_TALK = re.compile(r"\b(?:answers?|explanations?|explaining|explain (?:the|it|things|more|less|why|what|every)|"
+                          r"replies|responses|essays?|preambles?|walls? of text|summar(?:y|ies)|tl;?dr)\b", re.I)
 _WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
 CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
 #: what a correction of the agent's work sounds like
