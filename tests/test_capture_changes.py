@@ -386,6 +386,10 @@ def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no
     # whose way it is, said after it
     ("and format it with stylua, 2 spaces, column_width 100. thats my setup for all my lua code, not just this plugin",
      "and format it with stylua, 2 spaces, column_width 100. thats my setup for all my lua code, not just this plugin"),
+    ("pin every third-party action to a full commit sha. applies to every workflow in this repo",
+     "pin every third-party action to a full commit sha. applies to every workflow in this repo"),
+    ("one-liners in fish syntax pls. keep that in mind for every one-liner",
+     "one-liners in fish syntax pls. keep that in mind for every one-liner"),
     # the reason, pointing back at the rule it explains
     ("never hardcode a relation name in a model — we once had a prod run reading from a dev schema because of "
      "exactly that", "never hardcode a relation name in a model; we once had a prod run reading from a dev schema "

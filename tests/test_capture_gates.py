@@ -479,6 +479,8 @@ def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_e
     ("New model + migration for webhook_deliveries: id, endpoint_id (fk webhook_endpoints), payload, status", True),
     ("Need to bump the gke node pool in envs/prod from e2-standard-4 to n2-standard-8", True),
     ("new services: always use tapir, no hand-written routes", False),
+    ("not in general tho, they catch real stuff", True),
+    ("you must have used --no-verify or something", True),
 ])
 def test_reports_specs_and_todays_instructions_are_not_rules(sentence, never):
     """What the person needs built now, what failed and how, pasted tool output, and what holds only today."""

@@ -33,7 +33,11 @@ _HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo
 #: ... unless the person takes it on
 _ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so (?:we|let's|from now on|going "
                r"forward)|we(?:'re| are) doing (?:that|it)|(?:team|we) decided|it's the rule now)\b")
-_CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b")
+_CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b",
+                  # it says it does not hold in general: "not in general tho, they catch real stuff"
+                  r"^\W*(?:but )?not (?:in general|as a rule|always|usually)\b",
+                  # a guess at what the agent did: "you must have used --no-verify or something"
+                  r"^\W*(?:\w+\W+){0,2}?you (?:must|might|may) have\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
                 # "we always …", but not asked: "do we always need a changeset entry …?"
                 r"(?<!\bdo )(?<!\bdoes )(?<!\bshould )(?<!\bmust )(?<!\bcan )(?<!\bwill )\bwe (?:always|never)\b")

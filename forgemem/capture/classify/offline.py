@@ -433,6 +433,11 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
 _SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
                            # "thats my setup for all my lua code, not just this plugin"
                            r"(?:that'?s|thats|this is|it'?s) my (?:setup|style|default|preference|config|way)\b|"
+                           # "thats a general thing for me", "applies to every workflow in this repo", "org policy, …",
+                           # "keep that in mind for every one-liner"
+                           r"(?:that'?s|thats|this is|it'?s) (?:a )?general\b|appl(?:ies|y) to (?:every|all|any)\b|"
+                           r"(?:org|company|team|security|compliance) (?:policy|rule|requirement)\b|"
+                           r"(?:keep|bear) (?:that|this) in mind\b|"
                            r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on
                            r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
