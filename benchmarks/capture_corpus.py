@@ -34,7 +34,7 @@ EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in 
 #: (`session_rows`). Never the blind held-out sets (capture_v2_heldout2.yaml and later): they only measure.
 SESSION_SETS = tuple(ROOT / "tests" / "fixtures" / f"capture_v2_{name}.yaml"
                      for name in ("heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10",
-                                 "dev11", "dev12", "dev13"))
+                                 "dev11", "dev12", "dev13", "dev14", "dev15"))
 TRAIN, TEST = "train", "test"
 
 
