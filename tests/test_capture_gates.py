@@ -481,6 +481,7 @@ def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_e
     ("new services: always use tapir, no hand-written routes", False),
     ("not in general tho, they catch real stuff", True),
     ("you must have used --no-verify or something", True),
+    ("this is the val mask overlay, the boundaries are off by a few pixels everywhere", True),
 ])
 def test_reports_specs_and_todays_instructions_are_not_rules(sentence, never):
     """What the person needs built now, what failed and how, pasted tool output, and what holds only today."""
@@ -553,3 +554,15 @@ def test_how_the_agent_talks_to_the_person_is_about_the_person(tmp_path, real_em
     workspace, _ = _store_with(tmp_path, "Repo uses pnpm.", "repo", "project-conventions")
     [memory] = _said(workspace, real_embedder, said)
     assert (memory.category, memory.scope) == ("user-facts", "user"), memory
+
+
+def test_a_change_of_mind_in_the_pass_keeps_the_kind_of_what_it_replaces(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "The user prefers dark themes.", "user", "coding-preferences")
+    capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
+    turns = [Turn("g", 0, "user", "log everything to wandb, project `seg-lora`", None, "g", 0, 0, 0, 0),
+             Turn("g", 1, "assistant", "Done.", None, "g", 1, 1, 0, 0),
+             Turn("g", 2, "user", "oh and actually we moved off wandb last month, the company won't pay for seats "
+                  "anymore. log to the self-hosted MLflow at http://mlflow.internal:5000 instead", None, "g", 2, 2, 0, 0),
+             Turn("g", 3, "assistant", "Okay.", None, "g", 3, 3, 0, 0)]
+    [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
+    assert "MLflow" in memory.body and memory.category == "project-conventions", memory

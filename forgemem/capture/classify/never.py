@@ -36,6 +36,9 @@ _ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so
 _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? (?:is|was)\b",
                   # it says it does not hold in general: "not in general tho, they catch real stuff"
                   r"^\W*(?:but )?not (?:in general|as a rule|always|usually)\b",
+                  # a thing shown, described: "this is the val mask overlay, the boundaries are off by a few pixels"
+                  r"^\W*(?:this|here) is (?:the|a|an|my) (?:[\w-]+ ){0,3}?(?:overlay|screenshot|output|log|logs|diff|trace|"
+                  r"stack ?trace|error|result|results|plot|graph|chart|image|picture|dump|profile|flame ?graph)\b",
                   # a guess at what the agent did: "you must have used --no-verify or something"
                   r"^\W*(?:\w+\W+){0,2}?you (?:must|might|may) have\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",

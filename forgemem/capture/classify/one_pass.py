@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from forgemem.capture.classify import Proposal
-from forgemem.capture.classify.change_words import _SAYS_A_CHANGE, _names_in, dropped_names
+from forgemem.capture.classify.change_words import _DECIDED, _SAYS_A_CHANGE, _names_in, dropped_names
 from forgemem.capture.classify.scope import _REPO_CUE, _USER_CUE
 from forgemem.capture.transcripts import Turn
 
@@ -170,6 +170,10 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 kept.remove(earlier)
                 if earlier.relation == "supersedes" and earlier.target and proposal.relation != "supersedes":
                     proposal.relation, proposal.target = "supersedes", earlier.target
+                if earlier.scope == proposal.scope and not _DECIDED.search(proposal.quote):
+                    # ... and keeps its kind, as a new version of a stored memory does ("log everything to wandb" …
+                    # "we moved off wandb …, log to MLflow instead": the project's convention still)
+                    proposal.category = earlier.category
                 proposal.quote = _quote(f"{earlier.quote} … {proposal.quote}", 2 * QUOTE_CHARS)
                 proposal.reason += f"; replaces “{earlier.quote}”, said earlier in this pass (not written)"
                 break
