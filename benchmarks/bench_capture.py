@@ -354,6 +354,17 @@ SETS = (
     ("v2 dev 15", "capture_v2_dev15.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
      " other sets, on data, ML and infra work; first measured 0.621 / 0.667, 8 of 11 on the morning's classifier and"
      " 0.571 / 0.593, 6 of 11 before any change made for it, then read and tuned on"),
+    ("v2 dev 16", "capture_v2_dev16.yaml", "written 2026-11-27 by a writer who saw neither the classifier nor the"
+     " other sets, like the blind sets; a validation set: read for what goes wrong, never trained on (first reading"
+     " 0.686 / 0.889 on the morning's classifier, 0.647 / 0.815 at the end of the day)"),
+    ("v2 dev 17", "capture_v2_dev17.yaml", "written 2026-11-27 like dev 16; a validation set, never trained on (first"
+     " reading 0.486 / 0.630 on the morning's classifier, 0.562 / 0.667 at the end of the day)"),
+    ("v2 dev 18", "capture_v2_dev18.yaml", "written 2026-11-27 like dev 16, on casual phrasing and categories; a"
+     " validation set, never trained on (first reading 0.423 / 0.393 on the morning's classifier, 0.480 / 0.429 at"
+     " the end of the day)"),
+    ("v2 dev 19", "capture_v2_dev19.yaml", "written 2026-11-27 like dev 16, on changes of mind in people's words; a"
+     " validation set, never trained on (first reading 0.667 / 0.714 on the morning's classifier, 0.704 / 0.679 at"
+     " the end of the day)"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

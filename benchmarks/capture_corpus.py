@@ -35,6 +35,9 @@ EXTRAS = tuple(ROOT / "tests" / "fixtures" / f"capture_extra{n}.jsonl" for n in 
 SESSION_SETS = tuple(ROOT / "tests" / "fixtures" / f"capture_v2_{name}.yaml"
                      for name in ("heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10",
                                  "dev11", "dev12", "dev13", "dev14", "dev15"))
+#: development sets read for what goes wrong but never trained on, so that the next change to the training data can be
+#: checked on sessions neither it nor any rule was fitted to (capture_v2_dev16.yaml … dev19.yaml)
+VALIDATION_SETS = tuple(ROOT / "tests" / "fixtures" / f"capture_v2_dev{n}.yaml" for n in (16, 17, 18, 19))
 TRAIN, TEST = "train", "test"
 
 

@@ -633,3 +633,11 @@ def test_what_a_change_means_said_after_it_is_part_of_it(tmp_path, real_embedder
     written = capturer.run(Batch(turns, "cadence", "g", "g")).written
     change = [m for m in written if m.supersedes == (fly.id,)]
     assert len(change) == 1 and "cloudflare" in change[0].body and "workers" in change[0].body, written
+
+
+def test_a_rule_said_as_usual_then_a_new_one_are_two():
+    from forgemem.capture.classify.offline import _apart_from_the_usual
+
+    assert _apart_from_the_usual(["keep keywords uppercase like always, and trailing commas pls not leading ones"]) == [
+        "keep keywords uppercase like always", "trailing commas pls not leading ones"]
+    assert _apart_from_the_usual(["pnpm, like always"]) == ["pnpm, like always"]

@@ -313,7 +313,7 @@ _GENERAL_ELSEWHERE = _rx(
     # what holds on beside a change: "but the scripts in scripts/ stay bash", "for yaml and markdown do 2 spaces"
     r"\b(?:stays?|remains?) (?:in )?[\w`./-]+\W*(?:,|$)", r"\bfor (?:all )?[\w.]+ (?:and [\w.]+ )?(?:files )?do\b",
     # as people type them: "dont mock the db", and a choice stated against another ("retries use tenacity, not …")
-    r"\bdont \w+", r"\buse [\w`./:-]+(?: [\w`./:-]+)?,? not\b",
+    r"\bdont \w+", r"\buse [\w`./:-]+(?: [\w`./:-]+)?,? not\b", r"\b(?:pls|please|plz),? not (?:the )?[\w`.-]+",
     # what the project's tools are: "the runner is `python runtests.py`", "our default branch is trunk"
     r"\b(?:the|our) (?:test )?(?:runner|linter|formatter|build tool|package manager|entry ?point|default branch|"
     r"orm|task runner|ci|db|database|stack) (?:is|are|here is)\b",

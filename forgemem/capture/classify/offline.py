@@ -87,7 +87,7 @@ class OfflineClassifier:
             if turn.role != "user":
                 before, agent = turn.text, True
                 continue
-            pieces = _merge_fragments(_taken_back(units(turn.text), restated))
+            pieces = _apart_from_the_usual(_merge_fragments(_taken_back(units(turn.text), restated)))
             if agent and _RECURS.search(turn.text):
                 recurring.add(id(turn))
                 pieces = _merge_correction(pieces, joined_from)
@@ -453,6 +453,22 @@ _DISLIKES_WHAT_WAS_DONE = re.compile(r"\byou \w+ .*\bi (?:really )?(?:don'?t|do 
 #: had a prod run reading from a dev schema because of exactly that", "… that's why we pin it"
 _REASON_BACK = re.compile(r"\bbecause of (?:exactly |precisely |just )?(?:that|this|it)\b|\b(?:that'?s|thats|this is|"
                           r"which is) (?:exactly )?why\b|\bfor (?:that|this) (?:reason|very reason)\b", re.I)
+
+
+#: a rule said again as usual, then a new one after ", and": "keep keywords uppercase like always, and trailing commas
+#: pls not leading ones"
+_USUAL_THEN_MORE = re.compile(r"^(?P<usual>.*?\b(?:like|as) (?:always|usual|before)\b[^,;]*)[,;]\s+(?:and|also|plus)\s+"
+                              r"(?P<more>\S.*)$", re.I)
+
+
+def _apart_from_the_usual(units: list[str]) -> list[str]:
+    """A sentence that says a rule again as usual and then a new one is two: the new one is not dropped with the
+    rule the store holds."""
+    out: list[str] = []
+    for unit in units:
+        m = _USUAL_THEN_MORE.match(unit)
+        out += [m.group("usual"), m.group("more")] if m and len(m.group("more").split()) >= 3 else [unit]
+    return out
 
 
 def _lost_to_the_task(before: str, unit: str) -> bool:
