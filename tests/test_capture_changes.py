@@ -396,7 +396,7 @@ def test_changed_my_mind_about_a_rule_replaces_it_with_the_rule_said_next_and_no
      "because of exactly that"),
 ])
 def test_a_sentence_leaning_on_its_neighbour_is_one_unit_with_it(turn, joined):
-    from forgemem.capture.classify.offline import _merge_fragments
+    from forgemem.capture.classify.fragments import _merge_fragments
 
     assert _merge_fragments(units(turn)) == [joined]
 
@@ -580,7 +580,7 @@ def test_found_by_the_second_trial_in_pass_take_back_and_tool_families(tmp_path,
      "never touch config/credentials.yml.enc, only maria rotates those. that applies to every task in this repo"),
 ])
 def test_that_applies_to_joins_the_rule_before_it(turn, joined):
-    from forgemem.capture.classify.offline import _merge_fragments
+    from forgemem.capture.classify.fragments import _merge_fragments
 
     assert _merge_fragments(units(turn)) == [joined]
 
@@ -636,7 +636,7 @@ def test_what_a_change_means_said_after_it_is_part_of_it(tmp_path, real_embedder
 
 
 def test_a_rule_said_as_usual_then_a_new_one_are_two():
-    from forgemem.capture.classify.offline import _apart_from_the_usual
+    from forgemem.capture.classify.fragments import _apart_from_the_usual
 
     assert _apart_from_the_usual(["keep keywords uppercase like always, and trailing commas pls not leading ones"]) == [
         "keep keywords uppercase like always", "trailing commas pls not leading ones"]

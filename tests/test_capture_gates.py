@@ -507,7 +507,7 @@ def test_a_decision_said_as_final_is_an_architectural_decision(tmp_path, real_em
 
 
 def test_a_rule_pointing_at_its_own_words_is_not_lost_to_the_task_before_it():
-    from forgemem.capture.classify.offline import _merge_fragments
+    from forgemem.capture.classify.fragments import _merge_fragments
     from forgemem.capture.classify.units import units
 
     turn = ("next: I need to add a default to events.source (200M rows, pg16 so it's metadata-only). every DDL on prod "

@@ -26,7 +26,7 @@ from forgemem.capture.classify.change_words import (
     dropped_names,
     says_as_usual,
 )
-from forgemem.capture.classify.never import _TASK_AT_HAND
+from forgemem.capture.classify.fragments import _apart_from_the_usual, _merge_fragments, _taken_back
 from forgemem.capture.classify.one_pass import (
     JOINED_CHARS,
     _joined,
@@ -36,7 +36,6 @@ from forgemem.capture.classify.one_pass import (
     _quote,
     _similarity,
 )
-from forgemem.capture.classify.units import _CODE_ONLY, _ENDS_POINTING_BACK, _ONLY_POINTS
 from forgemem.capture.transcripts import Turn
 
 
@@ -334,15 +333,6 @@ _CORRECTIVE = re.compile(r"\b(?:don'?t|do not|never|stop|instead|rather than|no 
 _AT_THE_WORK = re.compile(r"\b(?:those|these|that|this|the new|your)\s+(?:\w+\s+)?(?:tests?|files?|functions?|"
                           r"changes?|code|commits?|lines?|imports?|methods?|class(?:es)?|ones?|diff|migration)\b|"
                           r"\byou (?:just|added|used|wrote|put|created|changed|removed)\b", re.I)
-#: a sentence that points back at the one before it ("Always add a new one …") belongs with it
-_POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
-                          r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
-#: a unit that only says the mind changed ("hmm wait actually no."), or only drops the old choice ("scratch GORM, it
-#: bit us twice."), belongs with what follows it
-_MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
-                        r"forget (?:that|it)|never ?mind|on second thought|changed my mind)\b)+\W*$", re.I)
-_DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead|off the table)\b|"
-                    r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
 
 def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], list[bool]]:
@@ -368,30 +358,6 @@ def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], lis
         said[j] = f"{unit} {said[j]}" if j > i else f"{said[j]} {unit}"
         drop_only[i] = True
     return said, drop_only
-
-
-#: a sentence that ends by taking itself back: "errors are anyhow everywhere in this crate— wait no."
-_TAKES_ITSELF_BACK = re.compile(r"(?:[—–-]+|[,.;:])\s*(?:(?:wait|hmm+|uh+|erm+|ah+|oh|actually)[,\s]+(?:no+|nope)|nvm|"
-                                r"never ?mind|scratch that)[.!…\s]*$", re.I)
-
-
-def _taken_back(units: list[str], restated: set[str]) -> list[str]:
-    """The sentences without one the person took back as they said it; the one after it, saying it again as
-    meant, goes into `restated` when the one taken back stated a rule."""
-    from forgemem.capture.classify.learned import generalises
-
-    kept: list[str] = []
-    dropped = False
-    for unit in units:
-        head = _TAKES_ITSELF_BACK.sub("", unit).strip()
-        if head != unit.strip() and len(head.split()) >= 3:
-            dropped = generalises(head)
-            continue
-        if dropped:
-            restated.add(unit)
-        dropped = False
-        kept.append(unit)
-    return kept
 
 
 def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> list[str]:
@@ -422,81 +388,6 @@ def _merge_correction(units: list[str], joined_from: dict[str, list[str]]) -> li
         merged.append(" ".join(group))
         if len(group) > 1 or index in answered:
             joined_from[merged[-1]] = group
-    return merged
-
-
-#: "add them to service.py": the rule just said, applied to one file now - a task, not more of the rule
-_APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fix|change|update|run)\b.*"
-                                r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
-                                r"toml|json)\b", re.I)
-#: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
-                           # "thats my setup for all my lua code, not just this plugin"
-                           r"(?:that'?s|thats|this is|it'?s) my (?:setup|style|default|preference|config|way)\b|"
-                           # "thats a general thing for me", "applies to every workflow in this repo", "org policy, …",
-                           # "keep that in mind for every one-liner"
-                           r"(?:that'?s|thats|this is|it'?s) (?:a )?general\b|appl(?:ies|y) to (?:every|all|any)\b|"
-                           r"(?:org|company|team|security|compliance) (?:policy|rule|requirement)\b|"
-                           r"(?:keep|bear) (?:that|this) in mind\b|"
-                           r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
-                           # "dont make me ask every time": the rule before it, insisted on
-                           r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
-
-
-#: a complaint about what the agent did, the rule said next ("you added #[allow(…)] on 5 functions, i really dont like
-#: that. i always want clippy warnings actually fixed"): one memory
-_DISLIKES_WHAT_WAS_DONE = re.compile(r"\byou \w+ .*\bi (?:really )?(?:don'?t|do not|hate|can'?t stand) (?:like )?"
-                                     r"(?:that|it|this)\W*$", re.I)
-
-
-#: the reason for what was said just before, pointing back at it: "never hardcode a relation name in a model — we once
-#: had a prod run reading from a dev schema because of exactly that", "… that's why we pin it"
-_REASON_BACK = re.compile(r"\bbecause of (?:exactly |precisely |just )?(?:that|this|it)\b|\b(?:that'?s|thats|this is|"
-                          r"which is) (?:exactly )?why\b|\bfor (?:that|this) (?:reason|very reason)\b", re.I)
-
-
-#: a rule said again as usual, then a new one after ", and": "keep keywords uppercase like always, and trailing commas
-#: pls not leading ones"
-_USUAL_THEN_MORE = re.compile(r"^(?P<usual>.*?\b(?:like|as) (?:always|usual|before)\b[^,;]*)[,;]\s+(?:and|also|plus)\s+"
-                              r"(?P<more>\S.*)$", re.I)
-
-
-def _apart_from_the_usual(units: list[str]) -> list[str]:
-    """A sentence that says a rule again as usual and then a new one is two: the new one is not dropped with the
-    rule the store holds."""
-    out: list[str] = []
-    for unit in units:
-        m = _USUAL_THEN_MORE.match(unit)
-        out += [m.group("usual"), m.group("more")] if m and len(m.group("more").split()) >= 3 else [unit]
-    return out
-
-
-def _lost_to_the_task(before: str, unit: str) -> bool:
-    """Whether a rule that ends pointing at something ("every DDL on prod goes in a transaction with SET lock_timeout
-    first, thats the rule here, so write it like that") would die joined to the task said before it ("next: I need to
-    add a default to events.source"): it points at its own words, not at the task."""
-    from forgemem.capture.classify.learned import never_durable
-    from forgemem.capture.classify.never import _SAYS_WHEN_IT_RECURS
-
-    return (bool(_SAYS_WHEN_IT_RECURS.search(unit)) and never_durable(before) and not never_durable(unit)
-            and never_durable(f"{before} {unit}"))
-
-
-def _merge_fragments(units: list[str]) -> list[str]:
-    merged: list[str] = []
-    last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
-    for unit in units:
-        if merged and (_MIND_ONLY.match(last) or _ONLY_POINTS.match(last) or (_DROPS.search(last) and not _DROPS.search(unit))
-                       or _DISLIKES_WHAT_WAS_DONE.search(last)
-                       or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit) or _REASON_BACK.search(unit))
-                           and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit)
-                           and not _lost_to_the_task(merged[-1], unit))
-                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
-            ends = bool(re.search(r"[.!?;:,]\s*$", merged[-1]))
-            merged[-1] = f"{merged[-1]}{' ' if ends or not _REASON_BACK.search(unit) else '; '}{unit}"
-        else:
-            merged.append(unit)
-        last = unit
     return merged
 
 

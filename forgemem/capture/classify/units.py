@@ -97,7 +97,7 @@ def _cut(sentence: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ sentences that lean on their neighbour
-# (offline._merge_fragments joins them to it)
+# (fragments._merge_fragments joins them to it)
 
 #: "everyone on the team formats with that, no exceptions": the sentence before it is what it speaks of
 _ENDS_POINTING_BACK = re.compile(r"\b(?:with|like|by|to) (?:that|this|those|these|them)\b(?:,? (?:no exceptions|too|as "
