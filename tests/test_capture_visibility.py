@@ -448,3 +448,21 @@ def test_a_memory_replaced_before_it_was_announced_is_not_announced(project, wor
     reply = hook(project, "hi")
     assert reply["systemMessage"].startswith("forgemem saved 1 memory: ") and new.id[4:12] in reply["systemMessage"]
     assert old.id[4:12] not in reply["systemMessage"] and "with black." not in json.dumps(reply)
+
+
+def test_observe_status_dates_each_transcript_and_lists_the_newest_first(cli, project, workspace, capturer, tmp_path):
+    """Transcript files are named by UUID: the date each was last written to is what tells them apart."""
+    import os
+
+    old, new = tmp_path / "1af7fc5e-old.jsonl", tmp_path / "9c2d0b11-new.jsonl"
+    old.write_text(exchange("Never leave print statements in committed code.", 1))
+    new.write_text(exchange("In this repo migrations live in db/migrations.", 1))
+    os.utime(old, (1_700_000_000, 1_700_000_000))  # 2023-11-14T22:13:20Z
+    for path in (old, new):
+        Observer(workspace, [path], capturer=capturer).once(final=True)
+    rows = cli("observe", "--status", "--json").json()["transcripts"]
+    assert [Path(r["path"]).name for r in rows] == [new.name, old.name]
+    assert rows[1]["changed"] == "2023-11-14T22:13:20Z"
+    assert "2023-11-14 22:13" in cli("observe", "--status").out
+    old.unlink()
+    assert cli("observe", "--status", "--json").json()["transcripts"][-1]["changed"] is None

@@ -393,15 +393,17 @@ def status_report(state: ObserverState, wanted: set[str] | None, cadence: int, t
             (row["path"],),
         ).fetchone()
         try:
-            size = os.stat(row["path"]).st_size
+            info = os.stat(row["path"])
+            size, changed = info.st_size, _utc(info.st_mtime)
         except OSError:
-            size = None
+            size = changed = None
         transcripts.append(
             {
                 "path": row["path"],
                 "format": row["format"],
                 "offset": row["offset"],
                 "size": size,
+                "changed": changed,  # when the transcript was last written to (UTC), None when it is gone
                 "exchanges": row["humans"],
                 "since_last_pass": row["humans"] - row["humans_at_pass"],
                 "compactions": row["compactions"],
@@ -412,6 +414,8 @@ def status_report(state: ObserverState, wanted: set[str] | None, cadence: int, t
                 "recent": [_pass_summary(p) for p in passes],
             }
         )
+    # the session being worked in first: transcript files are named by UUID, so their dates are what tells them apart
+    transcripts.sort(key=lambda t: t["changed"] or "", reverse=True)
     return {
         "state": str(state.path),
         "cadence_turns": cadence,
