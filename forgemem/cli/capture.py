@@ -166,17 +166,17 @@ def _print_observe_status(status: dict, as_json: bool) -> None:
     from rich.table import Column, Table
 
     # the transcript's path folds onto more lines in a narrow terminal instead of being cut to "trial-trans…"
-    table = Table(Column("transcript", overflow="fold", ratio=1, min_width=28), Column("changed (UTC)", no_wrap=True),
-                  "format", "read",
+    table = Table(Column("transcript (last written, UTC)", overflow="fold", ratio=1, min_width=28), "format", "read",
                   "exchanges", "waiting", Column("passes", overflow="fold"), "chars sent", box=None)
     for t in status["transcripts"]:
         read = f"{t['offset']}/{t['size']}" if t["size"] is not None else f"{t['offset']} (gone)"
         passes = t["passes"]
         done = ", ".join(f"{n} {k}" for k, n in passes.items() if n) or "none"
-        changed = (t.get("changed") or "-").replace("T", " ").removesuffix("Z")[:16]  # "2026-11-27 10:31"
+        # the date under the name: transcript files are named by UUID, their dates tell them apart
+        changed = (t.get("changed") or "").replace("T", " ").removesuffix("Z")[:16]  # "2026-11-27 10:31"
         table.add_row(
-            escape(_short_path(t["path"])), changed, t["format"], read, str(t["exchanges"]), str(t["since_last_pass"]),
-            done, str(t["chars_sent"]),
+            escape(_short_path(t["path"])) + (f"\n{changed}" if changed else ""), t["format"], read,
+            str(t["exchanges"]), str(t["since_last_pass"]), done, str(t["chars_sent"]),
         )
     out.print(table)
     for t in status["transcripts"]:
