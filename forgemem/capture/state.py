@@ -392,11 +392,13 @@ def status_report(state: ObserverState, wanted: set[str] | None, cadence: int, t
             "SELECT COALESCE(SUM(chars_sent), 0), COALESCE(SUM(seconds), 0) FROM passes WHERE path = ?",
             (row["path"],),
         ).fetchone()
+        size: int | None = None
+        changed: str | None = None
         try:
             info = os.stat(row["path"])
             size, changed = info.st_size, _utc(info.st_mtime)
         except OSError:
-            size = changed = None
+            pass
         transcripts.append(
             {
                 "path": row["path"],
