@@ -19,7 +19,7 @@ from forgemem.capture.classify.units import units
 from forgemem.capture.transcripts import Turn
 from forgemem.recall.engine import RecallEngine
 
-from .test_capture_gates import _store_with
+from .test_capture_gates import _store_with, assert_one_chain
 
 
 def _conversation(workspace, embedder, *said: tuple[str, str]) -> list:
@@ -602,16 +602,7 @@ def test_off_the_table_names_what_goes_and_a_json_library_chain_ends_with_one_he
             "scala services, circe goes away",
             "jsoniter is off the table. the macros blow up on scala 3.4 with our opaque types. final answer: zio-json "
             "for all services"]
-    ids = []
-    for n, text in enumerate(said):
-        turns = [Turn("g", 2 * n, "user", text, None, "g", 2 * n, 2 * n, 0, 0),
-                 Turn("g", 2 * n + 1, "assistant", "Okay.", None, "g", 2 * n + 1, 2 * n + 1, 0, 0)]
-        [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
-        assert n == 0 or memory.supersedes == (ids[-1],), (text, memory)
-        ids.append(memory.id)
-    capturer.engine.refresh()
-    heads = {m.id for m in capturer.engine.snapshot.graph.heads()}
-    assert ids[-1] in heads and not heads & set(ids[:-1])
+    assert_one_chain(capturer, said)
 
 
 def test_two_sentences_naming_one_thing_share_it():

@@ -39,6 +39,21 @@ def _store_with(tmp_path, text: str, scope: str, category: str):
     return workspace, old
 
 
+def assert_one_chain(capturer, said: list[str]) -> None:
+    """Each statement said in a pass of its own: each after the first supersedes the one before, and only the last
+    is a head."""
+    ids = []
+    for n, text in enumerate(said):
+        turns = [Turn("g", 2 * n, "user", text, None, "g", 2 * n, 2 * n, 0, 0),
+                 Turn("g", 2 * n + 1, "assistant", "Okay.", None, "g", 2 * n + 1, 2 * n + 1, 0, 0)]
+        [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
+        assert n == 0 or memory.supersedes == (ids[-1],), (text, memory)
+        ids.append(memory.id)
+    capturer.engine.refresh()
+    heads = {m.id for m in capturer.engine.snapshot.graph.heads()}
+    assert ids[-1] in heads and not heads & set(ids[:-1])
+
+
 def _said(workspace, real_embedder, said: str) -> list:
     capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
     turns = [Turn("g", 0, "assistant", "Done.", None, "g", 1, 1, 0, 0),
@@ -234,16 +249,7 @@ def test_scratch_that_takes_back_the_closest_rule_three_steps_end_with_one_head(
     capturer = Capturer(workspace, RecallEngine(workspace, embedder=real_embedder))
     said = ["we run the unit tests with nose2 here", "nose2 is dead upstream, switch the test runner to pytest",
             "scratch that, we're standardising on pytest with xdist, always run it as pytest -n auto"]
-    ids = []
-    for n, text in enumerate(said):
-        turns = [Turn("g", 2 * n, "user", text, None, "g", 2 * n, 2 * n, 0, 0),
-                 Turn("g", 2 * n + 1, "assistant", "Okay.", None, "g", 2 * n + 1, 2 * n + 1, 0, 0)]
-        [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
-        assert n == 0 or memory.supersedes == (ids[-1],), (text, memory)
-        ids.append(memory.id)
-    capturer.engine.refresh()
-    heads = {m.id for m in capturer.engine.snapshot.graph.heads()}
-    assert ids[-1] in heads and not heads & set(ids[:-1])
+    assert_one_chain(capturer, said)
 
 
 @pytest.mark.parametrize("acknowledgment", ["Okay.", "Sure thing!", "Done."])
