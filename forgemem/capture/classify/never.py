@@ -117,8 +117,9 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                # for webhook_deliveries: id, endpoint_id, …"
                r"^\W*new (?:screen|page|endpoint|route|component|service|table|column|field|job|feature|module|command|"
                r"view|form|dialog|modal|migration|script) [\w`./-]+\s*:", r"^\W*new\b[^.:]{0,60}:\s*[^,]+(?:,[^,]+){2,}",
-               # a job to do, said without its subject: "need to bump the gke node pool in envs/prod …"
-               r"^\W*need to (?!always\b|never\b)\w+")
+               # a job to do, said without its subject: "need to bump the gke node pool in envs/prod …", "need a
+               # migration adding `refund_reason` to events.payments"
+               r"^\W*need (?:to (?!always\b|never\b)\w+|an?\b)")
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
 _REQUEST = _rx(r"^(?:\W*\w+\W+){0,5}?i need (?!you\b|to (?:always|never)\b|(?:all|every|each|any|no)\b)[\w`./-]+"
                r"(?: [\w`./-]+)? (?:via|with|for|in|on|that|which|so)\b",

@@ -251,8 +251,14 @@ CHANGE_OF_MIND_AT = 0.5
 def _may_change_mind(unit: str, durable: float) -> bool:
     from forgemem.capture.classify.learned import never_durable
 
-    return (durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(unit) or _GOES.search(unit))
+    return (durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(_NOT_DOING.sub(" ", unit)) or _GOES.search(unit))
             and not never_durable(unit))
+
+
+#: a word of change said as what something does not do is a state, not a change: "the ttl isn't dropping old parts"
+_NOT_DOING = re.compile(r"\b(?:isn'?t|is not|aren'?t|are not|wasn'?t|was not|doesn'?t|does not|didn'?t|did not|won'?t|"
+                        r"will not|can'?t|cannot|not) (?:\w+ )?(?:dropping|replacing|switching|moving|migrating|changing|"
+                        r"cancell?ing|scrapping|ditching)\b", re.I)
 
 
 #: the acknowledgment the heads were trained with (`benchmarks/train_capture.py`'s AGENT_LINES): any other bare

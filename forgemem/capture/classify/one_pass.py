@@ -183,7 +183,8 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
 
 
 #: "use X …", said right after what goes: what comes instead ("and use msw for mocking" adds a rule of its own)
-_USE_INSTEAD = re.compile(r"^\W*(?:(?:so|just|now|then|pls|please)\W+)*use\b", re.I)
+_USE_INSTEAD = re.compile(r"^\W*(?:(?:so|just|now|then|pls|please)\W+)*use\b|\binstead\b(?! of\b)|"
+                          r"\b(?:we're|we are|i'm|i am|let's|lets) (?:going|gonna go) with\b", re.I)
 
 
 def _what_comes_instead(earlier: Proposal, later: Proposal) -> bool:

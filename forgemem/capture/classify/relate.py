@@ -357,6 +357,10 @@ def relate(
              and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
+            if label == "refines" and xs[i][_CHANGED] and not xs[i][_REFINE_CUE]:
+                # said as a change and not as an addition ("billing moves off App Service to …", "relaxing the any
+                # rule a bit: …"): the new statement is the rule now, the old one is its earlier version
+                label = "supersedes"
             return label, i, max(probs[i][label], EXCLUSIVE_SWAP) if i in swaps else probs[i][label]
     if swaps:
         i = max(swaps, key=lambda i: candidates[i].similarity)

@@ -14,7 +14,9 @@ def _any(*patterns: str) -> re.Pattern[str]:
 #: a change of mind, in English, German, Spanish and French
 _CHANGE = _any(
     r"\bno longer\b", r"\bnot\b[^.;]{0,40}\bany ?more\b", r"\bany ?more\b", r"\binstead\b", r"\brather than\b",
-    r"\bswitch(?:ed|ing)?\b", r"\bmov(?:e|ed|ing)(?: [\w.-]+){0,3}? (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
+    r"\bswitch(?:es|ed|ing)?\b", r"\bmov(?:e|es|ed|ing)(?: [\w.-]+){0,3}? (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
+    # "default materialization becomes table", "relaxing the any rule a bit", "stop explaining every change"
+    r"\bbec(?:ome|omes|ame)\b", r"\b(?:soften|relax|loosen)(?:s|ed|ing)?\b", r"\bstop \w+ing\b",
     r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bbump(?:ed|ing)?(?: [\w.-]+){0,2} to\b",
     r"\bupgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
