@@ -367,22 +367,22 @@ SETS = (
      " the end of the day)"),
     ("v2 dev 20", "capture_v2_dev20.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (Django, Celery, htmx); first measured 0.606 / 0.690, 5 of 10 changes of mind on f97e3a5 before"
-     " any change, then read and trained on"),
+     " any change, then read, never trained on (a validation set)"),
     ("v2 dev 21", "capture_v2_dev21.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (embedded C, Rust CLIs, Nix, Haskell; on categories); first measured 0.486 / 0.562, 4 of 11 changes of mind on f97e3a5 before"
-     " any change, then read and trained on"),
+     " any change, then read, never trained on (a validation set)"),
     ("v2 dev 22", "capture_v2_dev22.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (React Native, Next.js, Supabase; on corrections); first measured 0.514 / 0.679, 6 of 11 changes of mind on f97e3a5 before"
-     " any change, then read and trained on"),
+     " any change, then read, never trained on (a validation set)"),
     ("v2 dev 23", "capture_v2_dev23.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (.NET, Azure, PowerShell, Unity; on facts about the person); first measured 0.535 / 0.605, 4 of 12 changes of mind on f97e3a5 before"
-     " any change, then read and trained on"),
+     " any change, then read, never trained on (a validation set)"),
     ("v2 dev 24", "capture_v2_dev24.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (Go services, ClickHouse, ArgoCD; on decisions and their reversal); first measured 0.568 / 0.636, 6 of 12 changes of mind on f97e3a5 before"
-     " any change, then read and trained on"),
+     " any change, then read, never trained on (a validation set)"),
     ("v2 dev 25", "capture_v2_dev25.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (PHP, Laravel, pandas; on rambling and terse turns); first measured 0.719 / 0.767, 8 of 11 changes of mind on f97e3a5 before"
-     " any change, then read and trained on"),
+     " any change, then read, never trained on (a validation set)"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
