@@ -207,3 +207,32 @@ def test_a_new_value_of_a_named_thing_said_as_a_change_replaces_the_old_one(ask)
 ])
 def test_the_words_said_to_go(said, gone):
     assert _said_to_go(said) == gone
+
+
+def test_another_language_named_is_no_swap_of_a_rule_about_one(ask):
+    # a project holds several languages and databases at once: a request naming Swift does not replace the TypeScript
+    # test rule, nor does "dynamodb locking" replace the snowflake lint rule (both were replaced in a store of more
+    # memories than the one a change was about: benchmarks/bench_relate_store.py)
+    assert ask("Use Jest for TypeScript tests.", "can you write these with Swift Testing, @Test and #expect")[0] != (
+        "supersedes")
+    assert ask("SQL is linted with sqlfluff (snowflake dialect) before commit.",
+               "we migrated state to the s3 backend with dynamodb locking last week")[0] != "supersedes"
+    # ... while one tool of a kind still replaces another
+    assert ask("Unit tests use Jest.", "jest is gone, the whole repo runs on vitest now")[0] == "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    ("tf state: terraform cloud workspaces (moved off s3 in sept)",
+     "we're moving state back to the s3 backend (bucket acme-tfstate, dynamodb lock table tf-locks) for all envs."),
+    ("Billing.Api is hosted on App Service.",
+     "decision from yesterday's arch sync: Billing.Api moves off App Service to Azure Container Apps"),
+    ("No `any` anywhere in TypeScript code.",
+     "ok, relaxing the any rule a bit: `any` is fine in test files and in the generated code"),
+])
+def test_a_rule_said_as_a_change_replaces_the_one_it_changes(ask, old, said):
+    assert ask(old, said)[0] == "supersedes"
+
+
+def test_an_addition_beside_a_rule_does_not_replace_it(ask):
+    assert ask("Indentation: tabs, not spaces.", "tabs still yes, but for yaml and markdown do 2 spaces.")[0] != (
+        "supersedes")

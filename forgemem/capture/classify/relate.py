@@ -152,7 +152,7 @@ def features(new_text: str, said: str, category: str, scope: str, candidate: Can
     old_families = _families(old.names)
     gone = {o for o in old.names if o not in rule.names or _negated(spoken, o)}
     # a tool of the same kind comes in while the old one goes: poetry -> uv, TSLint -> ESLint
-    family_swap = any(_families([n]) & _families([o]) for n in added for o in gone)
+    family_swap = any((_families([n]) & _families([o])) - _NOT_A_SWAP for n in added for o in gone)
     now = rule.numbers or new.numbers
     change = bool(_CHANGE.search(spoken))
     # an old number gone ("80 -> 120"), or a new one said with a word of change while the old is named as it goes
@@ -200,6 +200,10 @@ _SUBJECT, _FAMILIES, _OVERLAP, _FLIP, _SIMILARITY = (
 SAME_WORDS_AT, SAME_MEANING_AT, NEAR_AT = 0.25, 0.5, 0.3
 #: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
 EXCLUSIVE_SWAP = 0.6
+#: kinds of which a project holds several at once: a language or a database named in a new rule where another was
+#: named in a memory is not one replacing the other ("write these with Swift Testing" does not replace "use Jest for
+#: TypeScript tests"; "s3 backend with dynamodb locking" does not replace "sqlfluff (snowflake dialect)")
+_NOT_A_SWAP = frozenset({"runtime", "database"})
 _STANDING_WORDS = re.compile(r"\b(?:from now on|going forward|from here on|now)\b", re.I)
 
 
