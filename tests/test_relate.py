@@ -236,3 +236,14 @@ def test_a_rule_said_as_a_change_replaces_the_one_it_changes(ask, old, said):
 def test_an_addition_beside_a_rule_does_not_replace_it(ask):
     assert ask("Indentation: tabs, not spaces.", "tabs still yes, but for yaml and markdown do 2 spaces.")[0] != (
         "supersedes")
+
+
+@pytest.mark.parametrize("old,said", [
+    ("Don't push to main directly; PRs only.",
+     "we're dropping cobra, i merged the kong rewrite of main.go yesterday, pull first."),
+    ("Only CI applies, never locally.", "yes, electron headless is the default from now on, here and in CI."),
+])
+def test_a_shared_word_and_a_word_of_change_alone_do_not_replace_a_far_memory(ask, old, said):
+    # nothing named in common, only a subject word ("main", "CI") and a word of change, at a cosine below
+    # WEAK_EVIDENCE_AT: in a store of many memories these took an unrelated one out of recall
+    assert ask(old, said)[0] != "supersedes"

@@ -258,6 +258,18 @@ def _said_to_go(said: str) -> frozenset[str]:
     return frozenset().union(*(_content(span, set()) for span in spans)) if spans else frozenset()
 
 
+#: a memory is replaced on the evidence of a subject word and a word of change alone ("nullable enabled solution-wide
+#: from now on" and "errors: anyhow everywhere" share "errors") only from this cosine: in a store that holds more than
+#: the memory a change is about, 5 of 6 such replacements below it took an unrelated memory out of recall
+#: (`benchmarks/bench_relate_store.py`); with a name, a kind of tool or a number in common, the model decides alone
+WEAK_EVIDENCE_AT = 0.4
+
+
+def _enough_to_replace(x: list[float], candidate: Candidate) -> bool:
+    named = (x[_SHARED] or x[_NAME_SWAP] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_NUMBER_CHANGE] or x[_NEGATED])
+    return bool(named) or candidate.similarity >= WEAK_EVIDENCE_AT
+
+
 def _on_subject(x: list[float]) -> bool:
     """Whether a pair is about one subject: a name, a kind of tool or a subject word shared, their words, or
     their meaning (said in another language: "l'API renvoie désormais …" and "API error messages …")."""
@@ -327,7 +339,8 @@ def relate(
         if label in ("supersedes", "refines"):  # a supersession or refinement never crosses scopes
             picks = [i for i in picks if candidates[i].scope == scope]
         if label == "supersedes":  # ... and replaces a rule on the same subject, whatever else changed
-            picks = [i for i in picks if _on_subject(xs[i]) and not _adds_to(xs[i], said or new_text)]
+            picks = [i for i in picks if _on_subject(xs[i]) and not _adds_to(xs[i], said or new_text)
+                     and _enough_to_replace(xs[i], candidates[i])]
             if len(picks) > 1:  # ... the one whose words the person said go, when they said so
                 gone = _said_to_go(said or new_text)
                 named = {i: len(gone & _side(candidates[i].text).content) for i in picks}
@@ -361,7 +374,7 @@ def relate(
              and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
-            if label == "refines" and xs[i][_CHANGED] and not xs[i][_REFINE_CUE]:
+            if label == "refines" and xs[i][_CHANGED] and not xs[i][_REFINE_CUE] and _enough_to_replace(xs[i], candidates[i]):
                 # said as a change and not as an addition ("billing moves off App Service to …", "relaxing the any
                 # rule a bit: …"): the new statement is the rule now, the old one is its earlier version
                 label = "supersedes"
