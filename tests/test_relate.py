@@ -247,3 +247,13 @@ def test_a_shared_word_and_a_word_of_change_alone_do_not_replace_a_far_memory(as
     # nothing named in common, only a subject word ("main", "CI") and a word of change, at a cosine below
     # WEAK_EVIDENCE_AT: in a store of many memories these took an unrelated one out of recall
     assert ask(old, said)[0] != "supersedes"
+
+
+def test_a_tool_of_the_same_kind_from_another_language_is_no_swap(ask):
+    # a Python service's logger does not replace a Go service's; a Python query builder does not replace a Node one
+    assert ask("Logging: zerolog.", "we're switching to loguru for the api and workers")[0] != "supersedes"
+    assert ask("db access via knex query builder",
+               "for dynamic queries like this use SQLAlchemy Core, no ORM models")[0] != "supersedes"
+    # ... while one of the same language does
+    assert ask("Logging: structlog everywhere, JSON renderer in prod.",
+               "we're moving off structlog to plain stdlib logging with python-json-logger")[0] == "supersedes"

@@ -32,13 +32,18 @@ database | database | mysql, postgres, postgresql=postgres, sqlite, mongodb, mon
 search | search | elasticsearch, opensearch, meilisearch, algolia, typesense, solr
 cache | cache | redis, memcached, varnish, valkey, keydb
 broker | jobs | kafka, rabbitmq, rabbit=rabbitmq, nats, sqs, sns, pubsub, kinesis, activemq, redis
-job-runner | jobs | celery, dramatiq, sidekiq, rq, bullmq, resque, huey, temporal, solid_queue, good_job, delayed_job, oban, hangfire, asynq
+python-jobs | jobs | celery, dramatiq, rq, huey, arq
+ruby-jobs | jobs | sidekiq, resque, solid_queue, good_job, delayed_job
+other-jobs | jobs | bullmq, oban, hangfire, asynq, temporal
 bundler | bundle | webpack, vite, parcel, rollup, esbuild, turbopack, create react app, cra=create react app, gulp, grunt, snowpack, rspack, browserify
 web-framework | frontend | react, angular, vue, svelte, solid, ember, next.js, nuxt, remix, astro, htmx, jquery, backbone
 backend-framework | backend | django, flask, fastapi, rails, express, nestjs, spring, spring boot, laravel, phoenix, gin, echo, actix, axum
 state | state | redux, redux toolkit, zustand, mobx, recoil, jotai, react query, tanstack query, pinia, vuex, xstate
 styling | style | sass, scss, less, tailwind, styled-components, emotion, css modules, bootstrap, bulma, vanilla-extract, stylus
-logging | logging | logrus, zap, zerolog, slog=log/slog, log/slog, log4j, logback, winston, pino, bunyan, loguru, structlog, glog
+go-logging | logging | logrus, zap, zerolog, slog=log/slog, log/slog, glog
+jvm-logging | logging | log4j, logback
+js-logging | logging | winston, pino, bunyan
+python-logging | logging | loguru, structlog, python-json-logger
 error-tracking | monitoring | sentry, honeycomb, rollbar, bugsnag, datadog, new relic, airbrake
 metrics | monitoring | grafana, prometheus, datadog, new relic, opentelemetry, jaeger, splunk, elk
 experiments | experiments | weights & biases, wandb=weights & biases, mlflow, tensorboard, comet, neptune, aim, clearml
@@ -53,9 +58,15 @@ docs-site | docs | sphinx, mkdocs, docusaurus, vitepress, hugo, jekyll, read the
 editor | editor | vim, neovim, emacs, vs code, vscode=vs code, intellij, intellij idea, pycharm, sublime, sublime text, zed, atom, xcode, android studio, webstorm, helix, goland, rider, cursor
 os | os | windows, macos, mac=macos, macbook=macos, linux, ubuntu, fedora, arch, debian, wsl, chromebook
 shell | shell | bash, zsh, fish, powershell, nushell, oh-my-zsh
-http-client | http | requests, httpx, aiohttp, urllib3, axios, got, superagent, okhttp, retrofit, ky
-dates | dates | moment, moment.js=moment, date-fns, dayjs, luxon, arrow, pendulum
-orm | orm | sqlalchemy, prisma, typeorm, sequelize, knex, kysely, drizzle, gorm, diesel, activerecord, peewee, hibernate, room
+python-http | http | requests, httpx, aiohttp, urllib3
+js-http | http | axios, got, superagent, ky, ofetch
+jvm-http | http | okhttp, retrofit, ktor client
+js-dates | dates | moment, moment.js=moment, date-fns, dayjs, luxon
+python-dates | dates | arrow, pendulum
+python-orm | orm | sqlalchemy, peewee, sqlmodel, django orm, tortoise
+js-orm | orm | prisma, typeorm, sequelize, knex, kysely, drizzle, mikro-orm
+go-orm | orm | gorm, sqlc
+other-orm | orm | diesel, activerecord, hibernate, room, ecto, entity framework, dapper
 migrations | migrations | alembic, flyway, liquibase, goose, atlas, autogenerate
 api-style | api | rest, graphql, grpc, soap, trpc, json-rpc, websockets
 api-spec | api | openapi, swagger, raml
