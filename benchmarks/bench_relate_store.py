@@ -6,9 +6,10 @@ The labelled session sets give each session one to three seed memories, nearly a
 changes, so a relation model that picks the wrong one of many is never caught there. Here each expected memory of
 the development and validation sets (never a blind held-out set) is related, as the offline classifier does
 (`offline.relate_to`), to its session's seeds alone and then to its session's seeds plus N memories of other
-sessions: the nearest seeds of other sessions that share no name with this session's seeds and are not close to
-any of them (cosine < 0.5), so that they stand for the unrelated rules of a real store, not for the same rule said
-twice.
+sessions: the nearest seeds of other sessions that share no name, and no tool of the same kind, with this session's
+seeds and are not close to any of them (cosine < 0.5), so that they stand for the unrelated rules of a real store,
+not for the same rule said twice ("pkg manager: yarn" in one session and "Use npm" in another would be one memory
+in a real store).
 
 Printed side by side: how many expected supersessions replace the right memory, replace an unrelated one (a live
 rule wrongly taken out of recall), or replace none; and how many statements that must replace nothing replace an
@@ -35,6 +36,7 @@ import capture_corpus as corpus  # noqa: E402
 from forgemem.capture.classify import Neighbour  # noqa: E402
 from forgemem.capture.classify.offline import relate_to  # noqa: E402
 from forgemem.capture.classify.relate import _side  # noqa: E402
+from forgemem.capture.classify.relate_names import _families  # noqa: E402
 from forgemem.capture.classify.units import units  # noqa: E402
 
 SAME_RULE_AT = 0.5  # a memory of another session this close to a seed stands for that seed, not for another rule
@@ -70,18 +72,21 @@ def statements(paths) -> list[dict]:
     return out
 
 
-def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.ndarray], distractors: int) -> dict:
+def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.ndarray], distractors: int,
+        show: bool = False) -> dict:
     counts = {"right": 0, "unrelated": 0, "other seed": 0, "none": 0, "wrong when none": 0, "expected": 0,
               "none expected": 0, "baseline right": 0, "baseline unrelated": 0, "baseline wrong when none": 0}
     for item in items:
         said = vectors[item["said"]]
         seed_vectors = np.stack([vectors[str(s["text"])] for s in item["seeds"].values()])
         names = set().union(*(_side(str(s["text"])).names for s in item["seeds"].values()))
+        kinds = _families(names)
         memories = list(item["seeds"].items())
         if distractors:
             others = [(key, s) for key, s in pool if key not in item["seeds"]
                       and float((seed_vectors @ vectors[str(s["text"])]).max()) < SAME_RULE_AT
-                      and not (_side(str(s["text"])).names & names)]
+                      and not (_side(str(s["text"])).names & names)
+                      and not (_families(_side(str(s["text"])).names) & kinds)]
             others.sort(key=lambda pair: -float(said @ vectors[str(pair[1]["text"])]))
             memories += others[:distractors]
         neighbours = [Neighbour(SimpleNamespace(id=key, body=str(s["text"]), category=s["category"], scope=s["scope"]),
@@ -91,6 +96,9 @@ def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.n
         same_store = [n for n in neighbours if n.memory.scope == item["scope"]]
         nearest = max(same_store, key=lambda n: n.similarity, default=None)
         baseline = nearest.memory.id if nearest is not None and nearest.similarity >= COSINE_AT else None
+        if show and replaced is not None and replaced not in item["seeds"]:
+            old = next(n.memory.body for n in neighbours if n.memory.id == replaced)
+            print(f"  replaces an unrelated memory: {item['said'][:90]!r}\n      -> {old[:90]!r}")
         if item["target"]:
             counts["expected"] += 1
             counts["right" if replaced == item["target"] else "none" if replaced is None
@@ -107,6 +115,7 @@ def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.n
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--distractors", type=int, default=8, help="unrelated memories added to each store (default 8)")
+    parser.add_argument("--show", action="store_true", help="print each unrelated memory replaced, and by what")
     args = parser.parse_args()
     from forgemem.index.embedding import load_embedder
 
@@ -119,7 +128,7 @@ def main() -> int:
     texts = sorted({item["said"] for item in items} | {str(s["text"]) for _, s in pool})
     model = load_embedder()
     vectors = {t: np.asarray(v, dtype=np.float64) for t, v in zip(texts, model.encode(texts))}
-    alone, fuller = run(items, pool, vectors, 0), run(items, pool, vectors, args.distractors)
+    alone, fuller = run(items, pool, vectors, 0), run(items, pool, vectors, args.distractors, args.show)
     print(f"{alone['expected']} expected supersessions and {alone['none expected']} statements that replace nothing,"
           f" from {len(corpus.SESSION_SETS + corpus.VALIDATION_SETS)} development and validation session sets\n")
     print(f"{'':48}{'seeds only':>14}{f'+ {args.distractors} unrelated':>16}")
