@@ -58,6 +58,11 @@ _SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|
                            r"(?:that'?s|thats|this is|it'?s) (?:a )?general\b|appl(?:ies|y) to (?:every|all|any)\b|"
                            r"(?:org|company|team|security|compliance) (?:policy|rule|requirement)\b|"
                            r"(?:keep|bear) (?:that|this) in mind\b|"
+                           # "that's the api standard from now on", "thats the formatter for ledgerd", "that's the
+                           # decision"; "everywhere, not only in this component"
+                           r"(?:that'?s|thats|this is|that is) (?:the|our) (?:[\w-]+ ){0,2}(?:standard|convention|rule|"
+                           r"decision|default|policy|pattern|approach|formatter|linter|setup)\b|"
+                           r"everywhere\b(?:,? not (?:just|only)\b|\W*$)|"
                            r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on
                            r"^\W*(?:don'?t|do not|stop) mak(?:e|ing) me (?:ask|say|repeat|tell|remind)\b", re.I)
