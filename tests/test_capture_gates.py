@@ -488,6 +488,13 @@ def test_sentences_of_one_turn_that_say_one_rule_are_one_memory(tmp_path, real_e
     ("not in general tho, they catch real stuff", True),
     ("you must have used --no-verify or something", True),
     ("this is the val mask overlay, the boundaries are off by a few pixels everywhere", True),
+    ("Need a migration adding `refund_reason LowCardinality(String)` to events.payments.", True),
+    ("pre-commit takes like 40s on every commit now, its driving me nuts", True),
+    ("cloned the repo and ./scripts/build.sh obviously does nothing", True),
+    ("disk on ch-2 is at 87%", True),
+    ("keep every unit test under 2s, and use 100% branch coverage on src/billing", False),
+    ("/api/events/?offset=480000&limit=50 takes 9 seconds in prod. ok, limit/offset was a mistake for tables this "
+     "size. we're going cursor based: CursorPagination on created_at everywhere", False),
 ])
 def test_reports_specs_and_todays_instructions_are_not_rules(sentence, never):
     """What the person needs built now, what failed and how, pasted tool output, and what holds only today."""

@@ -72,6 +72,7 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
                    r"\b(?:blows?|blew|blowing) up\b",
+
                    # how it failed, said with where or how: "`just bench` fails for me with \"fish: …\""
                    r"\b(?:fails?|failed|crash(?:es|ed)?|errors? out|errored|breaks|broke) (?:for me|on my (?:machine|"
                    r"laptop|side)|locally|with (?:this|an?|the)?\s*[\"'`:(]|when i\b)",
@@ -86,6 +87,14 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"\b(?:gives?|gave|getting|got|throws?|threw|returns?|prints?|shows?|spits? out) (?:me |us )?"
                    r"(?:this|these|the following)\s*:?\s*$")
 _QUOTED = re.compile(r'"[^"]*(?:"|$)|“[^”]*(?:”|$)')
+#: what something costs or how it behaves, said short and alone: "pre-commit takes like 40s on every commit now, its
+#: driving me nuts", "cloned the repo and ./scripts/build.sh obviously does nothing", "disk on ch-2 is at 87%" (in a
+#: longer sentence the same words are the reason of a rule: "… takes 9 seconds in prod. … we're going cursor based")
+_OBSERVED = _rx(r"\btakes? (?:like |about |around |over )?\d+\s*(?:s|sec|secs|seconds|min|mins|minutes)\b",
+                r"\bat \d+ ?%", r"\bdoes nothing\b", r"\bdoesn'?t (?:compile|build|start|load|boot)\b",
+                r"\bdriving me (?:nuts|crazy)\b", r"\b(?:is|are) bloating\b")
+OBSERVED_WORDS = 16
+
 _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
                        r"mov(?:e|ed|ing)|replac\w+|migrat\w+ (?:to|from|off|away))\b")
 
@@ -171,6 +180,9 @@ def never_durable(sentence: str) -> bool:
         return True
     if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(_QUOTED.sub(" ", sentence)):
         return True  # (what the quoted output says is not what the person says to do)
+    if (_OBSERVED.search(sentence) and len(sentence.split()) <= OBSERVED_WORDS
+            and not _SAYS_WHAT_TO_DO.search(_QUOTED.sub(" ", sentence))):
+        return True
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
         return True
     if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
