@@ -390,3 +390,22 @@ def test_long_lived_engine_applies_a_batch_larger_than_one_query_chunk(store):
     server.refresh()
     assert server.indexes()["repo"].vector_index().ntotal == 703
     assert len(server.snapshot.memories) == 703
+
+
+def test_watched_engine_sees_a_memory_added_before_its_event_arrives(store):
+    """A memory written just before a recall is answered even when the watcher has not reported it yet: inotify
+    events arrive a moment after the write (a loaded machine made the recall server answer without it)."""
+    from forgemem.recall.engine import RecallEngine
+    from forgemem.workspace import Workspace
+
+    fill(store, 2)
+    engine = RecallEngine(Workspace.open(repo_dir=store.memory_dir, user_dir=store.memory_dir.parent / "u"),
+                          embedder=HashEmbedder())
+    engine.watch()
+    engine._watcher.stop()  # no event will ever arrive
+    engine._watcher.observer.join()
+    engine.refresh_if_changed()
+    assert len(engine.snapshot.memories) == 2
+    write_memory(store.memory_dir, make_memory(body="Added while nobody was listening."))
+    engine.refresh_if_changed()
+    assert any(m.body == "Added while nobody was listening." for m in engine.snapshot.memories)

@@ -8,6 +8,7 @@ The CLI's batch mode and the recall server keep one engine for their lifetime.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, MutableMapping
@@ -342,6 +343,7 @@ class StoreWatcher:
         self._paths: set[str] = set()
         self.folders = folders
         self.watched = {f for f in folders if f.is_dir()}
+        self._stamps = self._folder_stamps()
         watcher = self
 
         class Handler(FileSystemEventHandler):
@@ -368,7 +370,27 @@ class StoreWatcher:
             self._full, self._paths = False, set()
         if {f for f in self.folders if f.is_dir()} != self.watched:
             full = True
+        # inotify events arrive on the observer's thread, a moment after the write: a memory added just before a
+        # recall ("forgemem add …" then "recall …") may not have been reported yet. A file created, renamed or
+        # deleted changes its folder's time, which a few stats see at once
+        stamps = self._folder_stamps()
+        if stamps != self._stamps:
+            full = True
+        self._stamps = stamps
         return full, paths
+
+    def _folder_stamps(self) -> dict[str, int]:
+        stamps: dict[str, int] = {}
+        for folder in self.folders:
+            try:
+                stamps[str(folder)] = os.stat(folder).st_mtime_ns
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            stamps[entry.path] = entry.stat(follow_symlinks=False).st_mtime_ns
+            except OSError:
+                continue  # a folder gone between the listing and the stat: the next take sees it
+        return stamps
 
     def stop(self) -> None:
         self.observer.stop()
