@@ -368,28 +368,27 @@ class StoreWatcher:
         with self._lock:
             full, paths = self._full, self._paths
             self._full, self._paths = False, set()
-        if {f for f in self.folders if f.is_dir()} != self.watched:
-            full = True
         # inotify events arrive on the observer's thread, a moment after the write: a memory added just before a
         # recall ("forgemem add …" then "recall …") may not have been reported yet. A file created, renamed or
         # deleted changes its folder's time, which a few stats see at once
         stamps = self._folder_stamps()
-        if stamps != self._stamps:
-            full = True
+        if stamps != self._stamps or {f for f in self.folders if str(f) in stamps} != self.watched:
+            full = True  # ... and a store folder that appeared or vanished
         self._stamps = stamps
         return full, paths
 
     def _folder_stamps(self) -> dict[str, int]:
+        """The modification times of the store folders that are folders now, and of their subfolders."""
         stamps: dict[str, int] = {}
         for folder in self.folders:
             try:
-                stamps[str(folder)] = os.stat(folder).st_mtime_ns
                 with os.scandir(folder) as entries:
-                    for entry in entries:
-                        if entry.is_dir(follow_symlinks=False):
-                            stamps[entry.path] = entry.stat(follow_symlinks=False).st_mtime_ns
+                    inside = {entry.path: entry.stat(follow_symlinks=False).st_mtime_ns
+                              for entry in entries if entry.is_dir(follow_symlinks=False)}
+                stamps[str(folder)] = os.stat(folder).st_mtime_ns
             except OSError:
-                continue  # a folder gone between the listing and the stat: the next take sees it
+                continue  # not a folder (now): gone, or gone between the listing and the stat
+            stamps.update(inside)
         return stamps
 
     def stop(self) -> None:

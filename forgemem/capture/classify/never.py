@@ -72,7 +72,6 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
                    r"\b(?:blows?|blew|blowing) up\b",
-
                    # how it failed, said with where or how: "`just bench` fails for me with \"fish: …\""
                    r"\b(?:fails?|failed|crash(?:es|ed)?|errors? out|errored|breaks|broke) (?:for me|on my (?:machine|"
                    r"laptop|side)|locally|with (?:this|an?|the)?\s*[\"'`:(]|when i\b)",
@@ -178,11 +177,10 @@ def never_durable(sentence: str) -> bool:
         return True
     if _DESCRIBES.search(sentence) and not _SAYS_TO_DO.search(sentence):
         return True
-    if _MALFUNCTION.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(_QUOTED.sub(" ", sentence)):
-        return True  # (what the quoted output says is not what the person says to do)
-    if (_OBSERVED.search(sentence) and len(sentence.split()) <= OBSERVED_WORDS
+    if ((_MALFUNCTION.search(sentence.strip())
+         or (_OBSERVED.search(sentence) and len(sentence.split()) <= OBSERVED_WORDS))
             and not _SAYS_WHAT_TO_DO.search(_QUOTED.sub(" ", sentence))):
-        return True
+        return True  # (what the quoted output says is not what the person says to do)
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
         return True
     if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
