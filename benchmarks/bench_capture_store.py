@@ -5,7 +5,7 @@
 Each labelled session (the validation sets by default, never a blind held-out set) is run through the Capturer as
 `bench_capture.py` runs it, once with its own seed memories and once with N more: seeds of other sessions that share
 no name and no tool of the same kind with this session's seeds, are not close to any of them (cosine < 0.5), and are
-the nearest to what the person says in the session. Printed side by side: precision / recall, changes of mind
+the nearest to what the person says in the session (`bench_relate_store.unrelated`). Printed side by side: precision / recall, changes of mind
 written as supersessions, replaced memories still current, and how many of the added memories a change of mind took
 out of recall (each of those is a live rule the person never changed).
 """
@@ -25,11 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import capture_corpus as corpus  # noqa: E402
 import capture_labelled as labelled  # noqa: E402
-
-from forgemem.capture.classify.relate import _side  # noqa: E402
-from forgemem.capture.classify.relate_names import _families  # noqa: E402
-
-SAME_RULE_AT = 0.5  # as in bench_relate_store.py: closer than this to a seed, an added memory would be that seed
+from bench_relate_store import unrelated  # noqa: E402
 
 
 def with_unrelated(cases: list[dict], count: int, vectors: dict[str, np.ndarray], embedder) -> list[dict]:
@@ -41,14 +37,9 @@ def with_unrelated(cases: list[dict], count: int, vectors: dict[str, np.ndarray]
         said = " ".join(str(text) for items in case.get("passes") or [case["turns"]] for item in items
                         for role, text in item.items() if role == "user")
         said_vector = np.asarray(embedder.encode([said[:2000]])[0], dtype=np.float64)
-        names = set().union(*(_side(str(s["text"])).names for s in seeds)) if seeds else set()
-        kinds = _families(names)
-        seed_vectors = np.stack([vectors[str(s["text"])] for s in seeds]) if seeds else None
-        others = [s for key, s in pool if not key.startswith(f"{n}:")
-                  and (seed_vectors is None or float((seed_vectors @ vectors[str(s["text"])]).max()) < SAME_RULE_AT)
-                  and not (_side(str(s["text"])).names & names) and not (_families(_side(str(s["text"])).names) & kinds)]
-        others.sort(key=lambda s: -float(said_vector @ vectors[str(s["text"])]))
-        added = [{**s, "key": f"unrelated-{i}"} for i, s in enumerate(others[:count])]
+        others = [(key, s) for key, s in pool if not key.startswith(f"{n}:")]
+        added = [{**s, "key": f"unrelated-{i}"}
+                 for i, (_, s) in enumerate(unrelated(seeds, others, vectors, said_vector, count))]
         out.append({**case, "existing": seeds + added})
     return out
 

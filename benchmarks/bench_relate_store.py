@@ -72,23 +72,31 @@ def statements(paths) -> list[dict]:
     return out
 
 
+def unrelated(seeds: list[dict], others: list[tuple[str, dict]], vectors: dict[str, np.ndarray], near: np.ndarray,
+              count: int) -> list[tuple[str, dict]]:
+    """The `count` (key, memory) pairs of `others` nearest to `near` that stand for unrelated rules beside `seeds`: no
+    name and no tool of the same kind in common with them, and no closer than SAME_RULE_AT to any of them."""
+    if not count:
+        return []
+    seed_vectors = np.stack([vectors[str(s["text"])] for s in seeds]) if seeds else None
+    names = set().union(*(_side(str(s["text"])).names for s in seeds)) if seeds else set()
+    kinds = _families(names)
+    kept = [(key, s) for key, s in others
+            if (seed_vectors is None or float((seed_vectors @ vectors[str(s["text"])]).max()) < SAME_RULE_AT)
+            and not (_side(str(s["text"])).names & names) and not (_families(_side(str(s["text"])).names) & kinds)]
+    kept.sort(key=lambda pair: -float(near @ vectors[str(pair[1]["text"])]))
+    return kept[:count]
+
+
 def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.ndarray], distractors: int,
         show: bool = False) -> dict:
     counts = {"right": 0, "unrelated": 0, "other seed": 0, "none": 0, "wrong when none": 0, "expected": 0,
               "none expected": 0, "baseline right": 0, "baseline unrelated": 0, "baseline wrong when none": 0}
     for item in items:
         said = vectors[item["said"]]
-        seed_vectors = np.stack([vectors[str(s["text"])] for s in item["seeds"].values()])
-        names = set().union(*(_side(str(s["text"])).names for s in item["seeds"].values()))
-        kinds = _families(names)
         memories = list(item["seeds"].items())
-        if distractors:
-            others = [(key, s) for key, s in pool if key not in item["seeds"]
-                      and float((seed_vectors @ vectors[str(s["text"])]).max()) < SAME_RULE_AT
-                      and not (_side(str(s["text"])).names & names)
-                      and not (_families(_side(str(s["text"])).names) & kinds)]
-            others.sort(key=lambda pair: -float(said @ vectors[str(pair[1]["text"])]))
-            memories += others[:distractors]
+        others = [(key, s) for key, s in pool if key not in item["seeds"]]
+        memories += unrelated(list(item["seeds"].values()), others, vectors, said, distractors)
         neighbours = [Neighbour(SimpleNamespace(id=key, body=str(s["text"]), category=s["category"], scope=s["scope"]),
                                 float(said @ vectors[str(s["text"])])) for key, s in memories]
         relation, target, _ = relate_to(item["said"], item["said"], item["category"], item["scope"], neighbours)
