@@ -398,10 +398,29 @@ SETS = (
      " and committed before anything ran on it; misses never printed"),
     ("v2 held-out 8", "capture_v2_heldout8.yaml", "written blind on 2026-11-27 like held-out 3, by an eighth writer,"
      " and committed before anything ran on it; misses never printed"),
+    ("v2 held-out 9", "capture_v2_heldout9.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " ninth writer (data engineering: dbt, Airflow, Spark, Snowflake), and committed with its first reading on 1fd17bd before anything"
+     " ran on it for a change; misses never printed"),
+    ("v2 held-out 10", "capture_v2_heldout10.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " tenth writer (mobile and games; facts about the person), and committed with its first reading on 1fd17bd before anything"
+     " ran on it for a change; misses never printed"),
+    ("v2 held-out 11", "capture_v2_heldout11.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " eleventh writer (DevOps/SRE; many changes of mind, two 3-step chains), and committed with its first reading on 1fd17bd before anything"
+     " ran on it for a change; misses never printed"),
+    ("v2 held-out 12", "capture_v2_heldout12.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " twelfth writer (frontend; terse and rambling turns), and committed with its first reading on 1fd17bd before anything"
+     " ran on it for a change; misses never printed"),
+    ("v2 held-out 13", "capture_v2_heldout13.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " thirteenth writer (ML research code; one-offs, hypotheticals, confirmations), and committed with its first reading on 1fd17bd before anything"
+     " ran on it for a change; misses never printed"),
+    ("v2 held-out 14", "capture_v2_heldout14.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " fourteenth writer (Elixir, Scala, Java, C++; four languages, scope cues), and committed with its first reading on 1fd17bd before anything"
+     " ran on it for a change; misses never printed"),
 )
 #: sets whose misses are not printed: reading them would make them development data
 BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4", "v2 held-out 5", "v2 held-out 6", "v2 held-out 7",
-         "v2 held-out 8"}
+         "v2 held-out 8", "v2 held-out 9", "v2 held-out 10", "v2 held-out 11", "v2 held-out 12", "v2 held-out 13",
+         "v2 held-out 14"}
 
 
 def labelled(embedder, blind: bool = False) -> None:

@@ -106,7 +106,8 @@ def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.n
         baseline = nearest.memory.id if nearest is not None and nearest.similarity >= COSINE_AT else None
         if show and replaced is not None and replaced not in item["seeds"]:
             old = next(n.memory.body for n in neighbours if n.memory.id == replaced)
-            print(f"  replaces an unrelated memory: {item['said'][:90]!r}\n      -> {old[:90]!r}")
+            must = "" if item["target"] else " (it must replace nothing)"
+            print(f"  replaces an unrelated memory{must}: {item['said'][:90]!r}\n      -> {old[:90]!r}")
         if item["target"]:
             counts["expected"] += 1
             counts["right" if replaced == item["target"] else "none" if replaced is None

@@ -55,7 +55,7 @@ autoscaling | scaling | cluster-autoscaler, karpenter, keda
 tracker | tracker | jira, linear, trello, asana, youtrack, github issues, shortcut, clickup
 wiki | docs | confluence, notion, gitbook
 docs-site | docs | sphinx, mkdocs, docusaurus, vitepress, hugo, jekyll, read the docs, github pages
-editor | editor | vim, neovim, emacs, vs code, vscode=vs code, intellij, intellij idea, pycharm, sublime, sublime text, zed, atom, xcode, android studio, webstorm, helix, goland, rider, cursor
+editor | editor | vim, neovim, emacs, vs code, vscode=vs code, intellij, intellij idea, pycharm, sublime, sublime text, zed, atom, xcode, android studio, webstorm, helix, goland, rider, cursor, visual studio
 os | os | windows, macos, mac=macos, macbook=macos, linux, ubuntu, fedora, arch, debian, wsl, chromebook
 shell | shell | bash, zsh, fish, powershell, nushell, oh-my-zsh
 python-http | http | requests, httpx, aiohttp, urllib3

@@ -1,0 +1,239 @@
+"""What a person has one of at a time: where they are, the language and the kind of answers they want, their
+editor, OS and shell. A statement of theirs that gives another value of one of these replaces the memory of the user
+store that holds the old value ("not pacific anymore, i moved to lisbon" where "user in PST (California)" held;
+"english answers please" where "antworte auf Deutsch" held; "i'm on zed now" where "editor: VS Code" held), however
+little the two share in words: the relation model, which reads shared names and words, misses them.
+
+Only in the user store, only for a statement in the first person that says the value is theirs now, and never one that
+adds a value ("i also use vim for quick edits", "at work i'm on windows").
+"""
+
+from __future__ import annotations
+
+import re
+
+from forgemem.capture.classify.relate_names import _families, _names
+
+# ------------------------------------------------------------------------------------------------ where they are
+
+_CITIES = """
+amsterdam athens atlanta auckland austin bangalore bengaluru bangkok barcelona beijing belgrade berlin bogota boston
+brisbane brussels bucharest budapest buenos aires cairo calgary cape town chennai chicago copenhagen dallas delhi denver
+dubai dublin edinburgh frankfurt geneva glasgow gothenburg hamburg helsinki hong kong honolulu houston
+hyderabad istanbul jakarta johannesburg karachi kyiv kiev krakow kuala lumpur lagos lima lisbon ljubljana london
+los angeles lyon madrid manchester manila melbourne mexico city miami milan minneapolis montreal montréal moscow mumbai
+munich münchen nairobi new york nyc osaka oslo ottawa paris perth philadelphia phoenix porto portland prague pune
+reykjavik riga rome rotterdam san diego san francisco sf bay area the bay area santiago sao paulo são paulo seattle seoul
+shanghai shenzhen singapore sofia stockholm sydney taipei tallinn tel aviv tokyo toronto utrecht valencia vancouver
+vienna vilnius warsaw washington wellington wroclaw zagreb zurich zürich cologne köln stuttgart leipzig dresden graz
+bilbao seville sevilla malaga málaga marseille toulouse bordeaux lille nantes gdansk poznan brno bratislava tbilisi
+yerevan baku almaty tashkent dhaka colombo kathmandu hanoi
+"""
+_COUNTRIES = """
+argentina australia austria belgium brazil brasil bulgaria canada chile china colombia croatia czechia czech republic
+denmark egypt estonia finland france germany deutschland greece hungary iceland india indonesia ireland israel italy
+japan kenya korea south korea latvia lithuania luxembourg malaysia mexico netherlands the netherlands holland
+new zealand nigeria norway pakistan peru philippines poland portugal romania serbia singapore slovakia slovenia
+south africa spain españa sweden switzerland taiwan thailand ukraine united kingdom the uk uk united states the us usa
+vietnam uruguay ecuador morocco tunisia vietnam scotland wales england california texas oregon washington state
+new york state colorado florida massachusetts ontario quebec québec british columbia bavaria bayern catalonia
+"""
+_ZONES = """
+pst pdt pt est edt et cst cdt ct mst mdt mt akst hst cet cest eet eest wet west gmt bst ist jst kst aest aedt awst acst
+nzst nzdt sgt hkt brt art utc msk
+"""
+#: zone words that mean a place only with "time" after them ("pacific time", "eastern time", "central european time")
+_ZONE_WORDS = "pacific|eastern|central|mountain|atlantic|central european|eastern european|western european"
+
+
+def _phrase_list(text: str) -> list[str]:
+    """The places of a block, each of one to three words (the blocks list them separated by spaces)."""
+    words = text.split()
+    out: list[str] = []
+    i = 0
+    while i < len(words):  # names of several words first: "new york", "cape town", "the netherlands"
+        pair = " ".join(words[i:i + 2])
+        triple = " ".join(words[i:i + 3])
+        if triple in _MULTI:
+            out.append(triple)
+            i += 3
+        elif pair in _MULTI:
+            out.append(pair)
+            i += 2
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+_MULTI = {"buenos aires", "cape town", "hong kong", "kuala lumpur", "los angeles", "mexico city",
+          "new york", "san diego", "san francisco", "sf bay area", "the bay area", "sao paulo", "são paulo", "tel aviv",
+          "czech republic", "south korea", "new zealand", "south africa", "the netherlands", "united kingdom", "the uk",
+          "united states", "the us", "washington state", "new york state", "british columbia", "bay area"}
+_PLACE_NAMES = sorted({p for block in (_CITIES, _COUNTRIES, _ZONES) for p in _phrase_list(block)}, key=len, reverse=True)
+_PLACE = re.compile(r"(?<![\w-])(" + "|".join(re.escape(p) for p in _PLACE_NAMES) + r"|(?:" + _ZONE_WORDS
+                    + r") time)(?![\w-])", re.I)
+#: the place named is the one they left or are not in: "moved from berlin", "not pacific anymore"
+_NOT_THERE = re.compile(r"(?:\bfrom|\bleft|\bnot(?: in)?|\bno longer(?: in)?|\bout of)\s+(?:the\s+)?$", re.I)
+_NOT_THERE_AFTER = re.compile(r"^\W*(?:anymore|any more|no more)\b", re.I)
+#: ... said as where the person is: "i moved to", "i'm in", "based in", "on … time now"
+_WHERE_I_AM = re.compile(r"\b(?:i(?:'m| am)|im|i live|i'm living|i am living|living|based|located|moved|relocated|"
+                         r"moving|relocating|live|timezone|time zone|tz)\b|\btime\b", re.I)
+#: ... and not a trip: "in berlin this week for a conference"
+_A_TRIP = re.compile(r"\b(?<!not )(?:travell?ing|on (?:a )?trip|visiting|vacation|holiday|this week|for (?:a|the) "
+                     r"(?:conference|week|trip|few days)|until (?:monday|tuesday|wednesday|thursday|friday|next week))\b",
+                     re.I)
+
+
+def _places(text: str, *, said_as_theirs: bool) -> set[str]:
+    """The places a text names as where the person is (lower case); with `said_as_theirs`, only in a sentence that
+    says where they are, and not one they left."""
+    if said_as_theirs and (not _WHERE_I_AM.search(text) or _A_TRIP.search(text)):
+        return set()
+    found = set()
+    for m in _PLACE.finditer(text):
+        place = m.group(1).lower()
+        if place in _ZONE_ONLY and not _ZONE_CASE.match(m.group(1)) and not said_as_theirs:
+            continue
+        if _NOT_THERE.search(text[max(0, m.start() - 20):m.start()]) or _NOT_THERE_AFTER.match(text[m.end():]):
+            continue
+        found.add(place)
+    return found
+
+
+#: short zone names are places only when written as one ("PST", "CET") or in a sentence about where the person is
+_ZONE_ONLY = set(_ZONES.split())
+_ZONE_CASE = re.compile(r"^[A-Z]{2,5}$")
+
+# ------------------------------------------------------------------------------------------ how they want answers
+
+_LANGUAGES = {
+    "english": "english", "englisch": "english", "inglés": "english", "ingles": "english", "anglais": "english",
+    "inglese": "english", "engels": "english",
+    "german": "german", "deutsch": "german", "alemán": "german", "aleman": "german", "allemand": "german",
+    "tedesco": "german", "duits": "german",
+    "french": "french", "français": "french", "francais": "french", "französisch": "french", "francés": "french",
+    "frances": "french", "francese": "french", "frans": "french",
+    "spanish": "spanish", "español": "spanish", "espanol": "spanish", "spanisch": "spanish", "espagnol": "spanish",
+    "spagnolo": "spanish", "castellano": "spanish",
+    "portuguese": "portuguese", "português": "portuguese", "portugues": "portuguese", "portugiesisch": "portuguese",
+    "italian": "italian", "italiano": "italian", "italienisch": "italian", "italien": "italian",
+    "dutch": "dutch", "nederlands": "dutch", "niederländisch": "dutch",
+    "polish": "polish", "polski": "polish", "po polsku": "polish",
+    "japanese": "japanese", "chinese": "chinese", "russian": "russian", "korean": "korean", "swedish": "swedish",
+    "svenska": "swedish", "danish": "danish", "norwegian": "norwegian", "finnish": "finnish", "turkish": "turkish",
+    "ukrainian": "ukrainian", "czech": "czech", "hindi": "hindi", "arabic": "arabic", "hebrew": "hebrew",
+}
+_LANGUAGE = "|".join(re.escape(w) for w in sorted(_LANGUAGES, key=len, reverse=True))
+#: words of answering, in the languages people write to agents in
+_ANSWER = (r"(?:answer\w*|repl(?:y|ies|ying)|respon\w+|talk(?: to me)?|write (?:to )?me|speak|chat|antwort\w*|"
+           r"antworte\w*|répon\w+(?:-moi)?|repon\w+(?:-moi)?|respond\w*|respuestas?|rispond\w*|rispost\w*|antwoord\w*|"
+           r"odpowiad\w*|odpowied\w*)")
+#: a language said as the one to answer in: "answer in english", "english answers", "antworte auf Deutsch",
+#: "réponds-moi en français", "responde en español"
+_ANSWER_LANGUAGE = re.compile(rf"\b{_ANSWER}\W+(?:\w+\W+){{0,4}}?(?:in|auf|en|in het|po)\s+({_LANGUAGE})\b|"
+                              rf"\b({_LANGUAGE})(?:\s+only)?\s+(?:answers?|replies|responses|please)\b|"
+                              rf"\b{_ANSWER}\W+(?:\w+\W+){{0,1}}?({_LANGUAGE})\b", re.I)
+
+
+def _answer_languages(text: str) -> set[str]:
+    return {_LANGUAGES[g.lower()] for m in _ANSWER_LANGUAGE.finditer(text) for g in m.groups() if g}
+
+
+#: what the person wants answers to be, on two scales: how long, and in what form
+_STYLES = {
+    "length": {
+        "short": re.compile(r"\b(?:short|shorter|terse|concise|brief|to the point|one line|one-liners?|tl;?dr|code only|"
+                            r"only (?:the )?code|just (?:the )?(?:code|diff|fix|answer|command)|give me the fix|"
+                            r"no (?:explanations?|essays?|walls? of text|preamble|tutorials?))\b", re.I),
+        "long": re.compile(r"\b(?:detailed|in[- ]depth|thorough|long(?:er)?|verbose|step[- ]by[- ]step|background|"
+                           r"walk me through|explain (?:it|everything|why|the why)|(?<!no )explanations?)\b", re.I),
+    },
+    "form": {
+        "bullets": re.compile(r"\b(?:bullets?|bullet (?:points?|lists?)|bulleted|lists)\b", re.I),
+        "prose": re.compile(r"\b(?:paragraphs?|prose|full sentences|flowing text)\b", re.I),
+    },
+}
+#: ... said as how the person wants to be answered: an old memory says what it is about, a new statement may say it
+#: in its own way ("give me the fix and one line of why", "i read better that way")
+_ABOUT_ANSWERS = re.compile(rf"\b(?:{_ANSWER}|explanations?|explain\w*|write-?ups?|summar\w+|walkthroughs?)\b", re.I)
+_TO_ME = re.compile(r"\b(?:give me|tell me|show me|send me|i read|i skim|i skip|for me|to me|i (?:just |only )?(?:want|prefer|like))\b",
+                    re.I)
+
+
+#: ... and not only for some of them: "when you do go-specific stuff, explain it" is an exception to "no explanations"
+_ONLY_WHEN = re.compile(r"\b(?:when(?:ever)?|if|unless|except) (?:you|it'?s|its|i ask|there'?s|i'?m|we|the)\b", re.I)
+
+
+def _styles(text: str, *, new: bool) -> dict[str, set[str]]:
+    if not (_ABOUT_ANSWERS.search(text) or (new and _TO_ME.search(text))) or (new and _ONLY_WHEN.search(text)):
+        return {}
+    return {scale: {value for value, rx in values.items() if rx.search(text)} for scale, values in _STYLES.items()}
+
+
+# ---------------------------------------------------------------------------------- the tools they work with
+
+_PERSONAL_TOOLS = {"editor", "os", "shell"}
+#: a tool of theirs said as the one they are on now: "i'm on zed now", "i use fish these days", "my editor is helix now"
+_ON_IT_NOW = re.compile(r"\b(?:now|these days|nowadays|anymore|any more|since|switched|moved|changed|went|gone|"
+                        r"got a new|new (?:laptop|machine|mac))\b", re.I)
+
+
+def _tools(text: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name in _names(text):
+        for family in _families({name}) & _PERSONAL_TOOLS:
+            out.setdefault(family, set()).add(name)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the decision
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|my|me|ich|mein|meine|mir|mich|je|j'|moi|mon|ma|yo|me|mi|eu|io|"
+                           r"the user|the user's)\b", re.I)
+#: a second value, not another one: "i also use vim", "at work i'm on windows", "sometimes", "as well"
+_ADDS = re.compile(r"\b(?:also|too|as well|sometimes|occasionally|at work|at home|on my other|second|both|"
+                   r"in addition)\b", re.I)
+
+
+def _values(text: str, *, new: bool) -> dict[str, set[str]]:
+    """Each slot the text gives a value of: its values."""
+    slots: dict[str, set[str]] = {}
+    if places := _places(text, said_as_theirs=new):
+        slots["location"] = places
+    if languages := _answer_languages(text):
+        slots["answer-language"] = languages
+    for scale, values in _styles(text, new=new).items():
+        if values:
+            slots[f"answer-{scale}"] = values
+    tools = _tools(text)
+    if new and not (_ON_IT_NOW.search(text) or _FIRST_PERSON.search(text)):
+        tools = {}
+    slots.update(tools)
+    return slots
+
+
+def person_change(said: str, scope: str, candidates: list) -> int | None:
+    """The index of the candidate (of the user store) whose value of a slot of the person the statement replaces,
+    or None. `said` is the person's own words."""
+    if scope != "user" or not _FIRST_PERSON.search(said) or _ADDS.search(said):
+        return None
+    now = _values(said, new=True)
+    if not now:
+        return None
+    hits: list[tuple[float, int]] = []
+    for i, candidate in enumerate(candidates):
+        if candidate.scope != "user":
+            continue
+        held = _values(candidate.text, new=False)
+        for slot, values in now.items():
+            old = held.get(slot)
+            if not old or not values - old:
+                continue
+            if slot in _PERSONAL_TOOLS and not _ON_IT_NOW.search(said) and old & values:
+                continue  # "i use vscode and zed": the old one is still theirs
+            hits.append((candidate.similarity, i))
+            break
+    if not hits:
+        return None
+    return max(hits)[1]
