@@ -67,6 +67,7 @@ from pathlib import Path
 from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, _REFINE, _negated, _negative
 from forgemem.capture.classify.relate_names import _content, _families, _names, _numbers, _subjects
 from forgemem.capture.classify.relate_person import person_change
+from forgemem.capture.classify.relate_style import style_change
 
 WEIGHTS = Path(__file__).with_name("relate_weights.json")
 CLASSES = ("supersedes", "refines", "other-scope", "unrelated")
@@ -355,7 +356,9 @@ def relate(
         return "duplicate", nearest, candidates[nearest].similarity
     # the person is in one place, wants answers in one language and of one kind, works in one editor, OS and shell at
     # a time: "i moved to lisbon" where "user in PST" held replaces it, whatever words the two share
-    if (i := person_change(said or new_text, scope, candidates)) is not None:
+    # ... and code is formatted one way at a time: "2 spaces everywhere now" where "likes tabs" held
+    if (i := person_change(said or new_text, scope, candidates)) is not None or (
+            i := style_change(said or new_text, scope, candidates)) is not None:
         return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
     # one tool of a kind holds at a time: "use uv" where "use poetry" held, the old one not named again and no
     # word of addition, replaces it, however few words it takes; and one value of a named thing: "bumping to node

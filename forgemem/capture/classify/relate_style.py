@@ -1,0 +1,120 @@
+"""What code is formatted with, one way at a time: tabs or spaces (and how many), single or double quotes,
+semicolons or none, trailing, leading or no commas, SQL keywords in upper or lower case. A statement that gives
+another way replaces the memory of the same store that holds the old one ("2 spaces everywhere now" where "user
+likes tabs for indentation" held; "double quotes from now on" where "single quotes in TS" held), however few words
+the two share: the relation model, which reads shared names and words, misses them.
+
+Never by one said for a language or kind of file the memory does not name ("spaces in yaml" is an exception to "likes
+tabs", not its new rule), and never by one that adds a case ("also", "except", "only in").
+"""
+
+from __future__ import annotations
+
+import re
+
+#: the word that turns a way down: "spaces, not tabs", "no tabs", "instead of double quotes", "tabs over spaces"
+_TURNED_DOWN = re.compile(r"(?:\b(?:no|not|never|instead of|rather than|over|without|drop(?:ping)?|ditch(?:ing)?|"
+                          r"away from|off|from|than)\s+(?:the\s+|any\s+|using\s+)?)$", re.I)
+_TURNED_DOWN_AFTER = re.compile(r"^\W*(?:(?:are|is) (?:out|gone|dead)|anymore|any more|no more)\b", re.I)
+
+#: each scale: its ways, each a pattern (group 1, when there is one, is a number that must also agree)
+_SCALES: dict[str, dict[str, re.Pattern[str]]] = {
+    "indent": {
+        "tabs": re.compile(r"\btabs?\b(?!\s*(?:bar|key|keys|component|layout|navigator|page|view|group|index|panel)\b)"
+                           r"(?![)/])", re.I),
+        "spaces": re.compile(r"\b(\d)[ -]?spaces?\b|\bspaces?\b", re.I),
+    },
+    "quotes": {
+        "single": re.compile(r"\bsingle[- ]?quot\w*|\bsingle ones\b|'\s*(?:quotes|strings)\b", re.I),
+        "double": re.compile(r"\bdouble[- ]?quot\w*|\bdouble ones\b|\"\s*(?:quotes|strings)\b", re.I),
+    },
+    "semicolons": {
+        "without": re.compile(r"\b(?:no|without|drop(?:ping)?|omit(?:ting)?|skip(?:ping)?) semi(?:colon)?s\b|"
+                              r"\bsemi(?:colon)?-?less\b|\bsemi(?:colon)?s?:\s*false\b", re.I),
+        "with": re.compile(r"\b(?:always|use|with|keep|add) semi(?:colon)?s\b|\bsemi(?:colon)?s (?:everywhere|always|"
+                           r"on|required|at the end)\b|\bsemi(?:colon)?s?:\s*true\b", re.I),
+    },
+    "commas": {
+        "trailing": re.compile(r"\btrailing commas?\b", re.I),
+        "leading": re.compile(r"\bleading commas?\b|\bcomma[- ]first\b", re.I),
+    },
+    "sql-case": {
+        "upper": re.compile(r"\b(?:upper[- ]?case|caps|capitali[sz]ed) (?:sql )?keywords\b|\bkeywords (?:in )?(?:upper[- ]?case|"
+                            r"caps|capitali[sz]ed)\b", re.I),
+        "lower": re.compile(r"\blower[- ]?case (?:sql )?keywords\b|\bkeywords (?:in )?lower[- ]?case\b", re.I),
+    },
+}
+#: "tabs" and "spaces" mean indentation only in a text about it: a word of indentation, a width, or the two named
+#: together ("tabs not spaces")
+_ABOUT_INDENT = re.compile(r"\bindent\w*|\b\d[ -]?spaces?\b|\btabs?\b.{0,20}\bspaces?\b|\bspaces?\b.{0,20}\btabs?\b|"
+                           r"\b(?:use|prefer|likes?|with|uses)\s+tabs\b|\btabs (?:everywhere|only|for)\b", re.I)
+#: a "no trailing commas" is a third way of the comma scale
+_NO_COMMAS = re.compile(r"\b(?:no|without|drop(?:ping)?) trailing commas?\b", re.I)
+
+#: what a way of formatting is said for: a language or a kind of file
+_WHERE = re.compile(r"\b(?:python|golang|rust|java|kotlin|swift|ruby|php|c#|c\+\+|typescript|ts|tsx|javascript|js|"
+                    r"jsx|yaml|yml|json|toml|makefiles?|markdown|md|sql|html|css|scss|lua|elixir|haskell|scala|dart|"
+                    r"shell|bash|terraform|hcl|nix|proto|graphql|svelte|vue|c)\b", re.I)
+_GO = re.compile(r"\bGo\b")  # the language, not the verb
+
+
+def _where(text: str) -> set[str]:
+    return {w.lower() for w in _WHERE.findall(text)} | ({"golang"} if _GO.search(text) else set())
+
+
+#: a case added beside the way that holds, not another way: "also", "except", "only in", "but in"
+_ADDS = re.compile(r"\b(?:also|too|as well|except|but (?:in|for)|only (?:in|for)|unless|exception)\b", re.I)
+
+
+def _ways(text: str, *, new: bool) -> dict[str, set[str]]:
+    """Each scale the text gives a way of (the ways it does not turn down), with a width for spaces."""
+    found: dict[str, set[str]] = {}
+    for scale, ways in _SCALES.items():
+        if scale == "indent" and not _ABOUT_INDENT.search(text):
+            continue
+        for way, rx in ways.items():
+            for m in rx.finditer(text):
+                before, after = text[max(0, m.start() - 24):m.start()], text[m.end():]
+                if way != "without" and (_TURNED_DOWN.search(before) or _TURNED_DOWN_AFTER.match(after)):
+                    continue
+                width = m.group(1) if m.groups() and m.group(1) else ""
+                found.setdefault(scale, set()).add(f"{way}{width}")
+    if _NO_COMMAS.search(text):
+        commas = found.setdefault("commas", set())
+        commas.discard("trailing")
+        commas.add("none")
+    return {scale: ways for scale, ways in found.items() if ways}
+
+
+def _changed(old: set[str], now: set[str]) -> bool:
+    """Whether the new ways replace the old: one not held before, and, for spaces, another width."""
+    def kind(way: str) -> str:
+        return way.rstrip("0123456789")
+
+    if {kind(w) for w in now} - {kind(w) for w in old}:
+        return True
+    widths = {w for w in now if w != kind(w)}
+    held = {w for w in old if w != kind(w)}
+    return bool(widths and held and not widths & held)
+
+
+def style_change(said: str, scope: str, candidates: list) -> int | None:
+    """The index of the candidate of the same store whose way of formatting the statement replaces, or None.
+    `said` is the person's own words."""
+    if _ADDS.search(said):
+        return None
+    now = _ways(said, new=True)
+    if not now:
+        return None
+    where_now = _where(said)
+    hits: list[tuple[float, int]] = []
+    for i, candidate in enumerate(candidates):
+        if candidate.scope != scope:
+            continue
+        held = _ways(candidate.text, new=False)
+        if where_now - _where(candidate.text):
+            continue  # "tabs in Makefiles" is not what "2 spaces for python" is about, nor "spaces in yaml" an
+            # exception to "likes tabs" its new rule (said with no word of where, it is about what the memory was)
+        if any(scale in held and _changed(held[scale], ways) for scale, ways in now.items()):
+            hits.append((candidate.similarity, i))
+    return max(hits)[1] if hits else None

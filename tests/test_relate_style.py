@@ -1,0 +1,61 @@
+"""Code is formatted one way at a time (forgemem/capture/classify/relate_style.py): tabs or spaces and how many,
+single or double quotes, semicolons or none, trailing or leading commas, SQL keywords' case. A statement of another
+way replaces the memory of the same store that holds the old one, through `relate` as capture calls it; an exception
+for one language or kind of file, a case added, the same way said again and another store's memory are not replaced.
+
+Similarities are real all-MiniLM-L6-v2 cosines, as capture computes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from forgemem.capture.classify.relate import Candidate, relate
+from forgemem.capture.classify.relate_style import style_change
+
+
+@pytest.fixture(scope="module")
+def ask(real_embedder):
+    def ask_(old: str, said: str, *, scope: str = "repo", old_scope: str = "repo"):
+        vectors = real_embedder.encode([said, old])
+        candidate = Candidate(old, "project-conventions", old_scope, float(vectors[0] @ vectors[1]), id="m0")
+        relation, index, _ = relate(said, said, "project-conventions", scope, [candidate])
+        return relation, index
+
+    return ask_
+
+
+CHANGES = [
+    # said plainly, with no word of change: the way said is the way now
+    ("Indent with tabs.", "4 spaces for indentation please"),
+    ("Indentation: 2 spaces.", "use tabs for indentation"),
+    ("Indentation: 2 spaces.", "4 spaces please, 2 is unreadable on my screen"),
+    ("Strings use single quotes.", "double quotes for strings, like the backend"),
+    ("Always end statements with semicolons.", "no semicolons, standard style"),
+    ("SQL: trailing commas, keywords uppercase.", "leading commas in sql, easier diffs"),
+    ("SQL keywords uppercase.", "keywords lowercase, the linter wants that"),
+    # and with one
+    ("Indent with tabs.", "ok we give up on tabs, 4 spaces from now on"),
+]
+
+
+@pytest.mark.parametrize("old,said", CHANGES, ids=[s for _, s in CHANGES])
+def test_another_way_of_formatting_replaces_the_memory(ask, old, said):
+    assert ask(old, said) == ("supersedes", 0)
+
+
+KEPT = [
+    ("Indent with tabs.", "spaces in yaml files of course, yaml does not allow tabs"),  # an exception for yaml
+    ("Makefiles: tabs.", "2 spaces for python"),  # another kind of file
+    ("Indent with 2 spaces.", "also tabs in Makefiles, make needs them"),  # a case added
+    ("Indent with tabs.", "tabs, not spaces, like always"),  # the same way said again
+    ("Indent with 2 spaces.", "the tabs component on the settings page is broken"),  # not about indentation
+]
+
+
+@pytest.mark.parametrize("old,said", KEPT, ids=[s for _, s in KEPT])
+def test_an_exception_a_case_added_or_the_same_way_replaces_nothing(old, said):
+    assert style_change(said, "repo", [Candidate(old, "project-conventions", "repo", 0.3, id="m0")]) is None
+
+
+def test_a_way_of_the_other_store_is_not_replaced(ask):
+    assert ask("user likes tabs for indentation", "this repo uses 2 spaces", old_scope="user")[0] != "supersedes"
