@@ -257,3 +257,25 @@ def test_a_tool_of_the_same_kind_from_another_language_is_no_swap(ask):
     # ... while one of the same language does
     assert ask("Logging: structlog everywhere, JSON renderer in prod.",
                "we're moving off structlog to plain stdlib logging with python-json-logger")[0] == "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    ("Docs are built with Sphinx.", "mkdocs from now on, sphinx can go"),
+    ("Frontend widgets use jQuery plugins.", "jquery has to go, write these as plain web components"),
+])
+def test_a_tool_said_to_go_is_replaced(cosine, old, said):
+    from types import SimpleNamespace
+
+    from forgemem.capture.classify import Neighbour
+    from forgemem.capture.classify.offline import relate_to
+
+    memory = SimpleNamespace(id="mem_old", body=old, category="project-conventions", scope="repo")
+    relation, target, _ = relate_to(said, said, "project-conventions", "repo", [Neighbour(memory, cosine(old, said))])
+    assert (relation, target) == ("supersedes", "mem_old")
+
+
+def test_a_place_for_things_to_go_drops_nothing():
+    from forgemem.capture.classify.change_words import dropped_names
+
+    assert dropped_names("the fixtures can go in tests/fixtures") == set()
+    assert dropped_names("sphinx can go ahead and build the api pages") == set()

@@ -35,6 +35,9 @@ _DROPPED = re.compile(
     r"got rid of|instead of|replac(?:e|ed|ing)|rip(?:ped)? out|switch(?:ed|ing)? (?:away )?from|migrat(?:e|ed|ing) "
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
     r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used|off the table)\b"
+    # "papermill can go", "jquery has to go" (not "the tests can go in tests/unit")
+    r"|`?([\w.+-]{3,})`? (?:can|has to|needs to|must|should) go\b(?!\s+(?:to|in|into|under|through|on|with|for|first|"
+    r"back|ahead|away|live)\b)"
     # "rip black out of pre-commit"
     r"|\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:the |our )?`?([\w.+-]{3,})`? out\b"
     # "no fix/feat prefix anymore"

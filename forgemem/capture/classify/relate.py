@@ -227,7 +227,9 @@ _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(
                          r"(?:the |our |that |"
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
 _GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table|deleted|"
-                          rf"removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off (?:the |our )?({_WORD})", re.I)
+                          rf"removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off (?:the |our )?({_WORD})|"
+                          rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:can|has to|needs to|must|should) go\b(?!\s+(?:to|in|into|under|"
+                          r"through|on|with|for|first|back|ahead|away|live)\b)", re.I)
 
 
 def _among(words: frozenset[str], content: set[str] | frozenset[str]) -> set[str]:
