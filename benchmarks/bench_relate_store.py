@@ -125,21 +125,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--distractors", type=int, default=8, help="unrelated memories added to each store (default 8)")
     parser.add_argument("--show", action="store_true", help="print each unrelated memory replaced, and by what")
+    parser.add_argument("--validation", action="store_true",
+                        help="relate only the validation sets' statements (sets 16-25, which nothing is tuned on)")
     args = parser.parse_args()
     from forgemem.index.embedding import load_embedder
 
+    sets = corpus.VALIDATION_SETS if args.validation else corpus.SESSION_SETS + corpus.VALIDATION_SETS
     items = statements(corpus.SESSION_SETS + corpus.VALIDATION_SETS)
+    pool = [(key, s) for item in items for key, s in item["seeds"].items()]  # every set's memories stand by
+    items = statements(sets)
     if not items:
         print("no labelled session sets here (tests/fixtures/capture_v2_dev*.yaml)", file=sys.stderr)
         return 2
-    pool = [(key, s) for item in items for key, s in item["seeds"].items()]
     pool = list(dict(pool).items())
     texts = sorted({item["said"] for item in items} | {str(s["text"]) for _, s in pool})
     model = load_embedder()
     vectors = {t: np.asarray(v, dtype=np.float64) for t, v in zip(texts, model.encode(texts))}
     alone, fuller = run(items, pool, vectors, 0), run(items, pool, vectors, args.distractors, args.show)
     print(f"{alone['expected']} expected supersessions and {alone['none expected']} statements that replace nothing,"
-          f" from {len(corpus.SESSION_SETS + corpus.VALIDATION_SETS)} development and validation session sets\n")
+          f" from {len(sets)} {'validation' if args.validation else 'development and validation'} session sets\n")
     print(f"{'':48}{'seeds only':>14}{f'+ {args.distractors} unrelated':>16}")
     rows = [("model: replaces the right memory", "right"), ("model: replaces an unrelated memory", "unrelated"),
             ("model: replaces another seed", "other seed"), ("model: replaces nothing", "none"),
