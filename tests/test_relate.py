@@ -279,3 +279,14 @@ def test_a_place_for_things_to_go_drops_nothing():
 
     assert dropped_names("the fixtures can go in tests/fixtures") == set()
     assert dropped_names("sphinx can go ahead and build the api pages") == set()
+
+
+@pytest.mark.parametrize("said,name", [
+    ("i dont use lazy anymore, moved to the builtin vim.pack", "lazy"),
+    ("we don't use jest any more", "jest"),
+])
+def test_a_tool_no_longer_used_is_dropped_by_name(said, name):
+    from forgemem.capture.classify.change_words import _names_in, dropped_names
+
+    assert name in dropped_names(said)
+    assert _names_in("user's nvim config uses lazy.nvim", {"lazy"})  # a dotted name names its first part

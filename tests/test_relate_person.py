@@ -30,6 +30,10 @@ CHANGES = [
     ("Lives in Seattle (Pacific time).", "heads up, i relocated to Amsterdam last month"),
     ("User is in CET (Berlin).", "im in new york now so schedule things on eastern time"),
     ("Based in Sydney.", "i'm based in auckland these days"),
+    # ... by a zone's IANA name or offset, and in the language the person writes in
+    ("User is in Lisbon (Europe/Lisbon).", "ahora estoy en America/Bogota, ojo con los horarios"),
+    ("User is in Munich (CET).", "ich wohne jetzt in Hamburg, gleiche Zeitzone aber"),
+    ("Timezone: CET.", "i'm on UTC+2 now"),
     # the language of answers, said in either language
     ("Answer in English.", "antworte mir ab jetzt bitte auf deutsch"),
     ("responde siempre en español", "switch to english answers please, my team reads these"),

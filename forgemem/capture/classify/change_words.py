@@ -41,7 +41,10 @@ _DROPPED = re.compile(
     # "rip black out of pre-commit"
     r"|\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:the |our )?`?([\w.+-]{3,})`? out\b"
     # "no fix/feat prefix anymore"
-    r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b", re.I)
+    r"|\bno `?([\w.+-]{3,})`?(?:/[\w.+-]+)*(?: \w+)?,? anymore\b"
+    # "i dont use lazy anymore", "we don't use jest any more"
+    r"|\b(?:don'?t|do not|doesn'?t|does not|aren'?t|are not|am not|i'm not|we're not) (?:really )?us(?:e|ing) "
+    r"(?:the |our )?`?([\w.+-]{3,})`?(?: \w+)?,? any ?more\b", re.I)
 _NOT_NAMES = {"that", "this", "the", "our", "it", "them", "those", "these", "thing", "approach", "idea", "plan"}
 #: words before "goes away" / "was a mistake" that are not what goes ("the dataclass stuff goes away")
 _NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really", "basically", "also", "all", "now",
@@ -100,6 +103,7 @@ def dropped_names(said: str) -> set[str]:
 def _names_in(text: str, names: set[str]) -> bool:
     """Whether the text names one of `names` (a plural or singular form counts: "dataclasses", "dataclass")."""
     words = {w.strip(".") for w in re.findall(r"[\w.+-]+", text.lower())}  # "… to vitest." names vitest
+    words |= {w.split(".")[0] for w in words if "." in w}  # "lazy.nvim" names lazy
     words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-2] for w in words if w.endswith("es")}
     return bool(names & words)
 

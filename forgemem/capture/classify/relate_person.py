@@ -71,14 +71,23 @@ _MULTI = {"buenos aires", "cape town", "hong kong", "kuala lumpur", "los angeles
           "czech republic", "south korea", "new zealand", "south africa", "the netherlands", "united kingdom", "the uk",
           "united states", "the us", "washington state", "new york state", "british columbia", "bay area"}
 _PLACE_NAMES = sorted({p for block in (_CITIES, _COUNTRIES, _ZONES) for p in _phrase_list(block)}, key=len, reverse=True)
-_PLACE = re.compile(r"(?<![\w-])(" + "|".join(re.escape(p) for p in _PLACE_NAMES) + r"|(?:" + _ZONE_WORDS
-                    + r") time)(?![\w-])", re.I)
+_PLACE = re.compile(r"(?<![\w-])("
+                    # a zone by its IANA name or offset: "Europe/Madrid", "America/Mexico_City", "UTC-6", "GMT+1"
+                    r"(?:africa|america|asia|atlantic|australia|europe|pacific)/[a-z_]+(?:/[a-z_]+)?|"
+                    r"(?:utc|gmt) ?[+−-] ?\d{1,2}(?::?\d\d)?(?!\d)|"
+                    + "|".join(re.escape(p) for p in _PLACE_NAMES) + r"|(?:" + _ZONE_WORDS + r") time)(?![\w/-])", re.I)
 #: the place named is the one they left or are not in: "moved from berlin", "not pacific anymore"
 _NOT_THERE = re.compile(r"(?:\bfrom|\bleft|\bnot(?: in)?|\bno longer(?: in)?|\bout of)\s+(?:the\s+)?$", re.I)
 _NOT_THERE_AFTER = re.compile(r"^\W*(?:anymore|any more|no more)\b", re.I)
 #: ... said as where the person is: "i moved to", "i'm in", "based in", "on … time now"
 _WHERE_I_AM = re.compile(r"\b(?:i(?:'m| am)|im|i live|i'm living|i am living|living|based|located|moved|relocated|"
-                         r"moving|relocating|live|timezone|time zone|tz)\b|\btime\b", re.I)
+                         r"moving|relocating|live|timezone|time zone|tz|zona horaria|zeitzone|fuseau horaire|fuso)\b|"
+                         r"\btime\b|"
+                         # "estoy en", "vivo en", "me mudé a", "ich bin in", "ich wohne in", "je suis à", "j'habite à",
+                         # "moro em", "estou em", "sono a", "vivo a", "ik woon in", "mieszkam w"
+                         r"\b(?:estoy en|vivo en|me mud[ée] a|ich bin (?:jetzt )?in|ich wohne (?:jetzt )?in|umgezogen|"
+                         r"je suis (?:à|a|en)|j'habite|je vis|moro em|estou em|me mudei|sono a|vivo a|mi sono trasferit\w|"
+                         r"ik woon|verhuisd|mieszkam|przeprowadzi\w+)\b", re.I)
 #: ... and not a trip: "in berlin this week for a conference"
 _A_TRIP = re.compile(r"\b(?<!not )(?:travell?ing|on (?:a )?trip|visiting|vacation|holiday|this week|for (?:a|the) "
                      r"(?:conference|week|trip|few days)|until (?:monday|tuesday|wednesday|thursday|friday|next week))\b",
@@ -190,7 +199,7 @@ def _tools(text: str) -> dict[str, set[str]]:
 # ------------------------------------------------------------------------------------------------ the decision
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|my|me|ich|mein|meine|mir|mich|je|j'|moi|mon|ma|yo|me|mi|eu|io|"
-                           r"the user|the user's)\b", re.I)
+                           r"estoy|vivo|estou|moro|sono|ik|mieszkam|the user|the user's)\b", re.I)
 #: a second value, not another one: "i also use vim", "at work i'm on windows", "sometimes", "as well"
 _ADDS = re.compile(r"\b(?:also|too|as well|sometimes|occasionally|at work|at home|on my other|second|both|"
                    r"in addition)\b", re.I)
