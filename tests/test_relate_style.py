@@ -1,5 +1,6 @@
 """Code is formatted one way at a time (forgemem/capture/classify/relate_style.py): tabs or spaces and how many,
-single or double quotes, semicolons or none, trailing or leading commas, SQL keywords' case. A statement of another
+single or double quotes, semicolons or none, trailing or leading commas, SQL keywords' case; pull requests are merged
+one way and commit messages written one way. A statement of another
 way replaces the memory of the same store that holds the old one, through `relate` as capture calls it; an exception
 for one language or kind of file, a case added, the same way said again and another store's memory are not replaced.
 
@@ -33,6 +34,10 @@ CHANGES = [
     ("Always end statements with semicolons.", "no semicolons, standard style"),
     ("SQL: trailing commas, keywords uppercase.", "leading commas in sql, easier diffs"),
     ("SQL keywords uppercase.", "keywords lowercase, the linter wants that"),
+    ("Merge PRs with squash merges only.", "rebase and merge for PRs, keeps the history bisectable"),
+    ("PRs are squash merged.", "regular merge commits for PRs, we want the individual commits"),
+    ("Commit messages are short sentences, no type prefixes.", "conventional commits for this repo"),
+    ("Commits follow Conventional Commits (feat:, fix:).", "plain imperative sentences for commit messages, no prefix"),
     # and with one
     ("Indent with tabs.", "ok we give up on tabs, 4 spaces from now on"),
 ]
@@ -49,6 +54,8 @@ KEPT = [
     ("Indent with 2 spaces.", "also tabs in Makefiles, make needs them"),  # a case added
     ("Indent with tabs.", "tabs, not spaces, like always"),  # the same way said again
     ("Indent with 2 spaces.", "the tabs component on the settings page is broken"),  # not about indentation
+    ("Squash migrations per app before merging.", "no, don't squash"),  # not how pull requests are merged
+    ("Merge PRs with squash merges only.", "squash this one pls, it's a mess"),  # a task, no way said
 ]
 
 

@@ -1,5 +1,6 @@
 """What code is formatted with, one way at a time: tabs or spaces (and how many), single or double quotes,
-semicolons or none, trailing, leading or no commas, SQL keywords in upper or lower case. A statement that gives
+semicolons or none, trailing, leading or no commas, SQL keywords in upper or lower case; and how a repository merges
+pull requests (squash, rebase, merge commits) and writes commit messages (conventional, plain, gitmoji, ticket first). A statement that gives
 another way replaces the memory of the same store that holds the old one ("2 spaces everywhere now" where "user
 likes tabs for indentation" held; "double quotes from now on" where "single quotes in TS" held), however few words
 the two share: the relation model, which reads shared names and words, misses them.
@@ -14,6 +15,7 @@ import re
 
 #: the word that turns a way down: "spaces, not tabs", "no tabs", "instead of double quotes", "tabs over spaces"
 _TURNED_DOWN = re.compile(r"(?:\b(?:no|not|never|instead of|rather than|over|without|drop(?:ping)?|ditch(?:ing)?|"
+                          r"don'?t|do not|stop|quit|done with|give up on|gave up on|"
                           r"away from|off|from|than)\s+(?:the\s+|any\s+|using\s+)?)$", re.I)
 _TURNED_DOWN_AFTER = re.compile(r"^\W*(?:(?:are|is) (?:out|gone|dead)|anymore|any more|no more)\b", re.I)
 
@@ -37,6 +39,22 @@ _SCALES: dict[str, dict[str, re.Pattern[str]]] = {
     "commas": {
         "trailing": re.compile(r"\btrailing commas?\b", re.I),
         "leading": re.compile(r"\bleading commas?\b|\bcomma[- ]first\b", re.I),
+    },
+    # how pull requests are merged, and what a commit message looks like: one way a repository at a time
+    "merge": {
+        "squash": re.compile(r"\bsquash(?:ed|ing)?(?:[- ](?:and[- ])?merg\w*| (?:the )?(?:prs?|pull requests?|commits?)\b|"
+                             r"\w* only\b)", re.I),
+        "rebase": re.compile(r"\brebase(?:[- ](?:and[- ])?merg\w*| (?:the )?prs?\b| only\b)", re.I),
+        "merge-commit": re.compile(r"\bmerge commits?\b|--no-ff\b|\bno-ff\b|\b(?:regular|normal|real|true) merges?\b",
+                                   re.I),
+    },
+    "commits": {
+        "conventional": re.compile(r"\bconventional[- ]commits?\b|\b(?:feat|fix|chore)(?:\([\w-]*\))?:\s*[/,]", re.I),
+        "plain": re.compile(r"\bno (?:type |feat\w* )?prefix(?:es)?\b|\bfree-?form\b|\bwithout (?:the |a |any )?(?:type )?"
+                            r"prefix(?:es)?\b|\bplain (?:imperative )?(?:sentences?|messages?|english)\b", re.I),
+        "gitmoji": re.compile(r"\bgitmojis?\b", re.I),
+        "ticket": re.compile(r"<ticket>:|<jira[\w-]*>:|\b(?:ticket|jira|issue) (?:id|key|number) (?:prefix|first)\b|"
+                             r"\bprefix(?:ed)? with the (?:ticket|jira|issue)\b", re.I),
     },
     "sql-case": {
         "upper": re.compile(r"\b(?:upper[- ]?case|caps|capitali[sz]ed) (?:sql )?keywords\b|\bkeywords (?:in )?(?:upper[- ]?case|"
