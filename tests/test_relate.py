@@ -290,3 +290,13 @@ def test_a_tool_no_longer_used_is_dropped_by_name(said, name):
 
     assert name in dropped_names(said)
     assert _names_in("user's nvim config uses lazy.nvim", {"lazy"})  # a dotted name names its first part
+
+
+@pytest.mark.parametrize("old,said", [
+    ("Validate request bodies with zod schemas.", "we're moving to valibot, smaller bundle"),
+    ("JSON responses via jbuilder views.", "alba serializers for json from now on"),
+    ("Flash boards with nrfjprog.", "we flash with nrfutil now, nrfjprog is deprecated upstream"),
+    ("Releases: cargo release, tag vX.Y.Z.", "we switched to release-plz last week"),
+])
+def test_a_tool_of_the_same_kind_replaces_its_memory(ask, old, said):
+    assert ask(old, said)[0] == "supersedes"

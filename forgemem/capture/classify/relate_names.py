@@ -26,7 +26,7 @@ js-linter | format | eslint, biome, standard, tslint, rome, oxlint
 other-format | format | rubocop, gofmt, goimports, golangci-lint, rustfmt, clang-format, ktlint, detekt, swiftlint, swiftformat, stylelint
 ci | ci | jenkins, jenkinsfile, travis, travis ci, circleci, github actions, gitlab ci, .gitlab-ci.yml, buildkite, drone, teamcity, azure pipelines, bitbucket pipelines, woodpecker
 git-hooks | hooks | pre-commit, husky, lefthook, overcommit
-hosting | deploy | heroku, netlify, vercel, render, fly.io, fly, cloudflare pages, cloudflare workers, github pages, app engine, elastic beanstalk, digitalocean, hetzner, kamal, capistrano, railway, firebase hosting, read the docs, aws ecs, ecs, eks, gke, aks, nomad, kubernetes, k8s=kubernetes, lambda, cloud run
+hosting | deploy | heroku, netlify, vercel, render, fly.io, fly, azure app service, app service, azure container apps, container apps, cloudflare pages, cloudflare workers, github pages, app engine, elastic beanstalk, digitalocean, hetzner, kamal, capistrano, railway, firebase hosting, read the docs, aws ecs, ecs, eks, gke, aks, nomad, kubernetes, k8s=kubernetes, lambda, cloud run
 object-storage | storage | s3, r2, gcs, azure blob, minio, local disk
 database | database | mysql, postgres, postgresql=postgres, sqlite, mongodb, mongo=mongodb, dynamodb, cassandra, clickhouse, mariadb, oracle, sql server, cockroachdb, firestore, supabase, bigquery, snowflake, redshift, timescaledb, influxdb
 search | search | elasticsearch, opensearch, meilisearch, algolia, typesense, solr
@@ -85,7 +85,7 @@ push | notifications | firebase, firebase cloud messaging, fcm, onesignal, apns,
 dataframes | data | pandas, polars, dask, spark, pyspark, duckdb, vaex, modin, polars lazy frames
 optimizer | training | adam, adamw, sgd, lion, adafactor
 precision | training | bf16, fp16, fp32, fp8
-release | release | release-please, semantic-release, changesets, goreleaser
+release | release | release-please, semantic-release, changesets, goreleaser, release-plz, cargo-release, cargo release, standard-version
 notebooks | notebooks | nbstripout, jupytext
 language | language | english, german, spanish, french, italian, portuguese, japanese, british english, american english
 runtime | runtime | node, python, java, ruby, php, go, rust, dotnet, kotlin, swift, typescript, javascript, c#, c++, gdscript
@@ -96,6 +96,13 @@ snapshots | tests | insta, syrupy, snapshottest, jest snapshots, approvaltests
 ruby-style | format | rubocop, standardrb, standard, rufo
 spark-platform | compute | emr, databricks, dataproc, aws glue, synapse, hdinsight
 cmake-generator | build | ninja, ninja multi-config, unix makefiles, makefiles, visual studio, xcode
+js-validation | validation | zod, valibot, yup, joi, ajv, superstruct, arktype, typebox, io-ts
+python-validation | validation | pydantic, marshmallow, cerberus, voluptuous
+rails-json | serialization | jbuilder, alba, active_model_serializers, blueprinter, jsonapi-serializer, panko
+dart-http | http | dio, chopper
+flash-tool | firmware | nrfjprog, nrfutil, openocd, st-flash, esptool, pyocd, probe-rs, jlink
+dev-shell | local-dev | direnv, devenv, devbox, flox
+class-names | style | clsx, classnames, tailwind-merge
 json-libs | serialization | circe, jsoniter-scala, jsoniter=jsoniter-scala, zio-json, play-json, jackson, gson, moshi
 """
 
