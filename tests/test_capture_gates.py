@@ -579,3 +579,20 @@ def test_a_change_of_mind_in_the_pass_keeps_the_kind_of_what_it_replaces(tmp_pat
              Turn("g", 3, "assistant", "Okay.", None, "g", 3, 3, 0, 0)]
     [memory] = capturer.run(Batch(turns, "cadence", "g", "g")).written
     assert "MLflow" in memory.body and memory.category == "project-conventions", memory
+
+
+@pytest.mark.parametrize("sentence, never", [
+    # the work at hand in other shapes
+    ("ok so this one is billing-invoice-paid-events then", True),
+    ("setting up the repo on my new work laptop, bear with me", True),
+    ("the export test fails maybe 1 in 5 runs, can you take a look", True),
+    ("explain why the docker image rebuilds every time", True),
+    ("hmm not sure, let me check with the team first", True),
+    ("migration to add archived_at to projects, nullable", True),
+    # ... and the same words beside a rule that holds from now on
+    ("this one is the naming scheme from now on: <team>-<entity>-events", False),
+    ("explain the reasoning behind every change, always", False),
+    ("not sure we need it, but always add an index on foreign keys in this repo", False),
+])
+def test_one_thing_of_the_work_at_hand_is_not_a_rule(sentence, never):
+    assert never_durable(sentence) is never

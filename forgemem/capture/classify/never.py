@@ -144,6 +144,20 @@ _REQUEST = _rx(r"^(?:\W*\w+\W+){0,5}?i need (?!you\b|to (?:always|never)\b|(?:al
 #: a request for something to be shown now ("give me the commands to set the env vars"), not said of every time
 _ASKS_FOR_OUTPUT = _rx(r"^(?:\W*(?!always\b|never\b|when\b|whenever\b)\w+\W+){0,2}?(?:give|show|send|tell|get|find) me "
                        r"(?:the|a|an|all|some|that|those|these)\b")
+#: the work at hand in other shapes, said without a rule: one thing of it ("so this one is
+#: fulfilment-stock-adjustment-events"), what the person is doing now ("setting the project up on my new laptop"), a
+#: request at the end ("… fails maybe 1 in 5 runs, can you look"), a question put as an order ("explain why
+#: //services/… rebuilds every time"), a decision not made ("not sure, let me ask Pia first"), and the spec of a
+#: thing to make ("migration to add IsArchived (bit, default 0) to dbo.Project")
+_AT_HAND = _rx(r"^\W*(?:(?:so|ok|okay|and|oh|ah|right)\W+){0,2}(?:this|that) one (?:is|was|should be|needs|gets|has)\b",
+               r"^\W*(?:(?:i'?m|im|i am|we'?re|we are|currently|still|just)\s+)?(?:setting (?:\w+ ){0,3}up|trying (?:out|to)|"
+               r"working on|looking (?:at|into)|debugging|investigating|poking at|playing with)\b",
+               r"\b(?:can|could|would) you (?:please |pls )?(?:take a |have a )?(?:look|check|investigate|dig in|"
+               r"take a look|have a look|look into it|fix (?:it|that|this))\W*$",
+               r"^\W*(?:(?:pls|please|can you|could you)\s+)?explain (?:why|how|what)\b",
+               r"^\W*(?:(?:hm+|hmm+|uh+|well)\W+)?(?:i'?m |im )?not sure\b",
+               r"^\W*(?:a |an |the |new )?(?:migration|script|test|endpoint|function|job|cron ?job|task|helper|command) "
+               r"to (?:add|remove|drop|create|fix|update|rename|backfill|import|export|sync|migrate)\b")
 _EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by default)\b")
 #: a step of the work at hand, asked for by its verb and pointing at its thing ("run prettier over src/ so we
 #: don't get a giant diff later", "delete src/queue entirely", "yes, and drop pytest-xdist from the dev deps"): a
@@ -186,5 +200,7 @@ def never_durable(sentence: str) -> bool:
     if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
         return True
     if _TASK_AT_HAND.search(sentence.strip()) and not _SAYS_WHEN_IT_RECURS.search(sentence):
+        return True
+    if _AT_HAND.search(sentence.strip()) and not _STANDING.search(sentence):
         return True
     return bool(_ASKS.search(sentence.strip())) and not _STANDING.search(sentence)
