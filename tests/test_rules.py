@@ -375,3 +375,11 @@ def test_just_the_command_runner_is_a_name_not_filler():
     assert rule("we run everything through just, e.g. just test and just lint") == (
         "Run everything through just, e.g. just test and just lint.")
     assert rule("just use pnpm") == "Use pnpm."
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("we switched to release-plz two weeks ago", "Use release-plz."),
+    ("use just-in-time compilation for the hot loop, pls", "Use just-in-time compilation for the hot loop."),
+])
+def test_filler_words_inside_a_name_are_kept(sentence, expected):
+    assert rule(sentence) == expected

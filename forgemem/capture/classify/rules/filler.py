@@ -45,8 +45,8 @@ _REQUEST_LEAD = re.compile(
     re.I,
 )
 _INLINE_FILLER = re.compile(
-    r"\s*(?<!\bnot )\bjust\b(?! to\b)(?=[\s,.;:!?)]|$)|"
-    r"\s*\b(?:please|pls|plz|kindly|literally|basically|honestly|actually|really|simply|kinda|sorta|"
+    r"\s*(?<!\bnot )\b(?<![\w-])just\b(?! to\b)(?=[\s,.;:!?)]|$)|"
+    r"\s*\b(?<![\w-])(?:please|pls|plz|kindly|literally|basically|honestly|actually|really|simply|kinda|sorta|"
     r"lol|lmao|haha+|tbh|imo|imho|btw|fyi|fwiw|ngl|kind of|sort of|you know|i guess|i think|i mean|"
     r"(?:thanks|thank you|thx|ty|cheers)(?: so much| a lot)?(?: in advance)?)\b(?!-)(?=[\s,.;:!?)]|$)",
     re.I,

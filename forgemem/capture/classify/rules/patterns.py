@@ -141,7 +141,7 @@ _CONTRACTIONS = [
     (re.compile(r"\bits (?=(?:been|a|an|the|not|just|what|how|fine|ok|too|so|always|never|only|literally|really)\b)"),
      "it's "),
     (re.compile(r"\bim (?=[a-z]+ing\b|used\b|a\b|an\b|not\b|on\b|in\b)"), "I'm "),
-    (re.compile(r"\bpls\b|\bplz\b", re.I), "please"),
+    (re.compile(r"(?<![\w-])(?:pls|plz)\b(?!-)", re.I), "please"),  # not in a name: "release-plz"
     (re.compile(r"\balot\b"), "a lot"),
     (re.compile(r"\bteh\b"), "the"),
     (re.compile(r"\bthier\b"), "their"),
