@@ -416,11 +416,30 @@ SETS = (
     ("v2 held-out 14", "capture_v2_heldout14.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
      " fourteenth writer (Elixir, Scala, Java, C++; four languages, scope cues), and committed with its first reading on 1fd17bd before anything"
      " ran on it for a change; misses never printed"),
+    ("v2 held-out 15", "capture_v2_heldout15.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " fifteenth writer (Go and Rust systems work) who reported only counts, and committed with its first reading on"
+     " 1fd17bd before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 16", "capture_v2_heldout16.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " sixteenth writer (Python web backends, long tracebacks) who reported only counts, and committed with its first reading on"
+     " 1fd17bd before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 17", "capture_v2_heldout17.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " seventeenth writer (data science, R and pandas; facts about the person) who reported only counts, and committed with its first reading on"
+     " 1fd17bd before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 18", "capture_v2_heldout18.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " eighteenth writer (cross-platform mobile and its CI) who reported only counts, and committed with its first reading on"
+     " 1fd17bd before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 19", "capture_v2_heldout19.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " nineteenth writer (games and graphics, C++ and shaders) who reported only counts, and committed with its first reading on"
+     " 1fd17bd before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 20", "capture_v2_heldout20.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
+     " twentieth writer (full-stack TypeScript, a solo developer's preferences) who reported only counts, and committed with its first reading on"
+     " 1fd17bd before anything ran on it for a change; misses never printed"),
 )
 #: sets whose misses are not printed: reading them would make them development data
 BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4", "v2 held-out 5", "v2 held-out 6", "v2 held-out 7",
          "v2 held-out 8", "v2 held-out 9", "v2 held-out 10", "v2 held-out 11", "v2 held-out 12", "v2 held-out 13",
-         "v2 held-out 14"}
+         "v2 held-out 14", "v2 held-out 15", "v2 held-out 16", "v2 held-out 17", "v2 held-out 18", "v2 held-out 19",
+         "v2 held-out 20"}
 
 
 def labelled(embedder, blind: bool = False) -> None:

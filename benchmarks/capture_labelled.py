@@ -62,6 +62,8 @@ def run_case(case: dict, embedder, classifier_factory=None) -> CaseResult:
             turns = []
             for item in items:
                 (role, text), = item.items()
+                if not isinstance(text, str):  # YAML reads a bare yes / no / on as a boolean
+                    raise ValueError(f"{case['name']}: a {role} turn is {text!r}, not text; quote it in the YAML")
                 turns.append(Turn("case", index, role, text, None, "case.jsonl", index + 1, index + 1, 0, 0))
                 index += 1
             memories.extend(capturer.run(Batch(turns, "cadence", "case", "case.jsonl")).written)
