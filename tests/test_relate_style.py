@@ -1,6 +1,7 @@
 """Code is formatted one way at a time (forgemem/capture/classify/relate_style.py): tabs or spaces and how many,
 single or double quotes, semicolons or none, trailing or leading commas, SQL keywords' case; pull requests are merged
-one way and commit messages written one way. A statement of another
+one way and commit messages written one way; a project's base branch, date and id formats, pagination, table names and
+the language of its comments hold one at a time. A statement of another
 way replaces the memory of the same store that holds the old one, through `relate` as capture calls it; an exception
 for one language or kind of file, a case added, the same way said again and another store's memory are not replaced.
 
@@ -38,6 +39,12 @@ CHANGES = [
     ("PRs are squash merged.", "regular merge commits for PRs, we want the individual commits"),
     ("Commit messages are short sentences, no type prefixes.", "conventional commits for this repo"),
     ("Commits follow Conventional Commits (feat:, fix:).", "plain imperative sentences for commit messages, no prefix"),
+    ("Feature branches merge into main.", "PRs target develop, main only gets release merges"),
+    ("API datetimes are unix timestamps (int seconds).", "ISO 8601 strings in UTC for every datetime in the API"),
+    ("Primary keys are uuid v4.", "new tables get ulid primary keys"),
+    ("List endpoints use limit/offset pagination.", "cursor based pagination for list endpoints"),
+    ("Table names are plural (users, orders).", "singular table names for new tables"),
+    ("Code comments in German.", "code comments in English, we have two new devs"),
     # and with one
     ("Indent with tabs.", "ok we give up on tabs, 4 spaces from now on"),
 ]
@@ -56,6 +63,9 @@ KEPT = [
     ("Indent with 2 spaces.", "the tabs component on the settings page is broken"),  # not about indentation
     ("Squash migrations per app before merging.", "no, don't squash"),  # not how pull requests are merged
     ("Merge PRs with squash merges only.", "squash this one pls, it's a mess"),  # a task, no way said
+    ("PRs go into main.", "the main thing is to keep the api stable"),  # "main" not said of a branch
+    ("Primary keys are bigserial.", "uuid for the public id, the serial pk stays"),  # the old way kept beside
+    ("API error messages are in English.", "code comments in English from now on"),  # another kind of text
 ]
 
 

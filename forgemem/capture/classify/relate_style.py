@@ -1,6 +1,8 @@
 """What code is formatted with, one way at a time: tabs or spaces (and how many), single or double quotes,
 semicolons or none, trailing, leading or no commas, SQL keywords in upper or lower case; and how a repository merges
-pull requests (squash, rebase, merge commits) and writes commit messages (conventional, plain, gitmoji, ticket first). A statement that gives
+pull requests (squash, rebase, merge commits) and writes commit messages (conventional, plain, gitmoji, ticket first),
+the branch work goes into, how dates and ids look, how lists are paged, whether table names are singular, and the
+language comments, commit messages and docs are written in. A statement that gives
 another way replaces the memory of the same store that holds the old one ("2 spaces everywhere now" where "user
 likes tabs for indentation" held; "double quotes from now on" where "single quotes in TS" held), however few words
 the two share: the relation model, which reads shared names and words, misses them.
@@ -12,6 +14,8 @@ tabs", not its new rule), and never by one that adds a case ("also", "except", "
 from __future__ import annotations
 
 import re
+
+from forgemem.capture.classify.relate_person import _LANGUAGE, _LANGUAGES
 
 #: the word that turns a way down: "spaces, not tabs", "no tabs", "instead of double quotes", "tabs over spaces"
 _TURNED_DOWN = re.compile(r"(?:\b(?:no|not|never|instead of|rather than|over|without|drop(?:ping)?|ditch(?:ing)?|"
@@ -56,6 +60,29 @@ _SCALES: dict[str, dict[str, re.Pattern[str]]] = {
         "ticket": re.compile(r"<ticket>:|<jira[\w-]*>:|\b(?:ticket|jira|issue) (?:id|key|number) (?:prefix|first)\b|"
                              r"\bprefix(?:ed)? with the (?:ticket|jira|issue)\b", re.I),
     },
+    # a project's choices that hold one at a time: the branch work goes into, how dates and ids look in its data,
+    # how lists are paged, whether table names are singular
+    "base-branch": {
+        "main": re.compile(r"\bmain\b"), "master": re.compile(r"\bmaster\b"),
+        "develop": re.compile(r"\bdevelop\b|\bdev branch\b"), "trunk": re.compile(r"\btrunk\b", re.I),
+    },
+    "datetimes": {
+        "iso-8601": re.compile(r"\biso[- ]?8601\b|\brfc ?3339\b|\biso (?:strings?|format|dates?)\b", re.I),
+        "epoch": re.compile(r"\b(?:unix|epoch)(?: time)?(?: timestamps?| seconds| millis\w*| ms)?\b", re.I),
+    },
+    "ids": {
+        "uuid": re.compile(r"\buuid(?:s|v4|v7)?\b", re.I), "ulid": re.compile(r"\bulids?\b", re.I),
+        "serial": re.compile(r"\b(?:auto[- ]?increment\w*|serial|bigserial|identity columns?|sequential (?:int|integer)s?)\b",
+                             re.I),
+        "nanoid": re.compile(r"\bnanoids?\b", re.I), "cuid": re.compile(r"\bcuid2?s?\b", re.I),
+    },
+    "pagination": {
+        "cursor": re.compile(r"\bcursor(?:[- ]based)?\b|\bkeyset\b|\bnext_?cursor\b|\brelay connections?\b|"
+                             r"CursorPagination", re.I),
+        "offset": re.compile(r"\b(?:limit[ /-])?offset\b|\bpage[ _-]?number\b|PageNumberPagination|LimitOffsetPagination",
+                             re.I),
+    },
+    "table-names": {"singular": re.compile(r"\bsingular\b", re.I), "plural": re.compile(r"\bplural\b", re.I)},
     "sql-case": {
         "upper": re.compile(r"\b(?:upper[- ]?case|caps|capitali[sz]ed) (?:sql )?keywords\b|\bkeywords (?:in )?(?:upper[- ]?case|"
                             r"caps|capitali[sz]ed)\b", re.I),
@@ -66,6 +93,25 @@ _SCALES: dict[str, dict[str, re.Pattern[str]]] = {
 #: together ("tabs not spaces")
 _ABOUT_INDENT = re.compile(r"\bindent\w*|\b\d[ -]?spaces?\b|\btabs?\b.{0,20}\bspaces?\b|\bspaces?\b.{0,20}\btabs?\b|"
                            r"\b(?:use|prefer|likes?|with|uses)\s+tabs\b|\btabs (?:everywhere|only|for)\b", re.I)
+#: the words a scale's ways mean something only beside: "main" is a branch only in a text about where work goes
+_ABOUT = {
+    "indent": _ABOUT_INDENT,
+    "base-branch": re.compile(r"\b(?:branch(?:es)? (?:off|from)|base branch|default branch|target(?:s|ing)?|(?:merge|merged|"
+                              r"merging|prs?|pull requests?|features?) (?:go(?:es)? )?(?:in)?to|against|cut from|"
+                              r"branch(?:ed)? off|trunk-based)\b", re.I),
+    "datetimes": re.compile(r"\b(?:dates?|datetimes?|timestamps?|times)\b", re.I),
+    "ids": re.compile(r"\b(?:ids?|primary keys?|pks?|identifiers?)\b", re.I),
+    "pagination": re.compile(r"\bpaginat\w+|\bpag(?:e|ed|es|ing)\b|\blist (?:endpoints?|fields?)\b|Pagination\b", re.I),
+    "table-names": re.compile(r"\btables?(?: names?)?\b", re.I),
+}
+#: what a text is written in, said of one of these: "code comments in German", "commit messages in English"
+_WRITTEN = {
+    "comments": re.compile(r"\b(?:code )?comments?\b|\bdocstrings?\b", re.I),
+    "commits": re.compile(r"\bcommit (?:messages?|msgs?)\b|\bcommits? in\b", re.I),
+    "docs": re.compile(r"\b(?:docs|documentation|readmes?|adrs?)\b", re.I),
+    "identifiers": re.compile(r"\b(?:identifiers?|variable names?|function names?)\b", re.I),
+    "ui": re.compile(r"\bui (?:strings?|texts?|copy|labels?)\b", re.I),
+}
 #: a "no trailing commas" is a third way of the comma scale
 _NO_COMMAS = re.compile(r"\b(?:no|without|drop(?:ping)?) trailing commas?\b", re.I)
 
@@ -80,6 +126,8 @@ def _where(text: str) -> set[str]:
     return {w.lower() for w in _WHERE.findall(text)} | ({"golang"} if _GO.search(text) else set())
 
 
+#: the old way said to stay beside the new one: "uuid for the public id, serial pk stays"
+_KEPT = re.compile(r"\b(?:stays?|still|remains?|keep(?:s|ing)?|kept|as is|unchanged)\b", re.I)
 #: a case added beside the way that holds, not another way: "also", "except", "only in", "but in"
 _ADDS = re.compile(r"\b(?:also|too|as well|except|but (?:in|for)|only (?:in|for)|unless|exception)\b", re.I)
 
@@ -88,7 +136,7 @@ def _ways(text: str, *, new: bool) -> dict[str, set[str]]:
     """Each scale the text gives a way of (the ways it does not turn down), with a width for spaces."""
     found: dict[str, set[str]] = {}
     for scale, ways in _SCALES.items():
-        if scale == "indent" and not _ABOUT_INDENT.search(text):
+        if scale in _ABOUT and not _ABOUT[scale].search(text):
             continue
         for way, rx in ways.items():
             for m in rx.finditer(text):
@@ -101,7 +149,15 @@ def _ways(text: str, *, new: bool) -> dict[str, set[str]]:
         commas = found.setdefault("commas", set())
         commas.discard("trailing")
         commas.add("none")
+    languages = {_LANGUAGES[m.group(0).lower()] for m in _A_LANGUAGE.finditer(text)
+                 if not _TURNED_DOWN.search(text[max(0, m.start() - 24):m.start()])}
+    for what, rx in _WRITTEN.items():
+        if languages and rx.search(text):
+            found[f"language-{what}"] = set(languages)
     return {scale: ways for scale, ways in found.items() if ways}
+
+
+_A_LANGUAGE = re.compile(rf"\b(?:{_LANGUAGE})\b", re.I)
 
 
 def _changed(old: set[str], now: set[str]) -> bool:
@@ -133,6 +189,7 @@ def style_change(said: str, scope: str, candidates: list) -> int | None:
         if where_now - _where(candidate.text):
             continue  # "tabs in Makefiles" is not what "2 spaces for python" is about, nor "spaces in yaml" an
             # exception to "likes tabs" its new rule (said with no word of where, it is about what the memory was)
-        if any(scale in held and _changed(held[scale], ways) for scale, ways in now.items()):
+        if any(scale in held and _changed(held[scale], ways)
+               and not (held[scale] <= ways and _KEPT.search(said)) for scale, ways in now.items()):
             hits.append((candidate.similarity, i))
     return max(hits)[1] if hits else None
