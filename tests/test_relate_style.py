@@ -45,6 +45,10 @@ CHANGES = [
     ("List endpoints use limit/offset pagination.", "cursor based pagination for list endpoints"),
     ("Table names are plural (users, orders).", "singular table names for new tables"),
     ("Code comments in German.", "code comments in English, we have two new devs"),
+    ("Absolute imports only.", "relative imports inside a package from now on"),
+    ("Components use default exports.", "named exports only, no default exports"),
+    ("API response fields are snake_case.", "json keys in camelCase for the api"),
+    ("Use promise chains with .then().", "async/await everywhere, no .then chains"),
     # and with one
     ("Indent with tabs.", "ok we give up on tabs, 4 spaces from now on"),
 ]
@@ -66,6 +70,8 @@ KEPT = [
     ("PRs go into main.", "the main thing is to keep the api stable"),  # "main" not said of a branch
     ("Primary keys are bigserial.", "uuid for the public id, the serial pk stays"),  # the old way kept beside
     ("API error messages are in English.", "code comments in English from now on"),  # another kind of text
+    ("Components are PascalCase.", "file names kebab-case"),  # another kind of name
+    ("Use promise chains with .then().", "await the save before redirecting"),  # a step, not a way
 ]
 
 

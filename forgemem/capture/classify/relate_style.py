@@ -1,8 +1,9 @@
 """What code is formatted with, one way at a time: tabs or spaces (and how many), single or double quotes,
 semicolons or none, trailing, leading or no commas, SQL keywords in upper or lower case; and how a repository merges
 pull requests (squash, rebase, merge commits) and writes commit messages (conventional, plain, gitmoji, ticket first),
-the branch work goes into, how dates and ids look, how lists are paged, whether table names are singular, and the
-language comments, commit messages and docs are written in. A statement that gives
+the branch work goes into, how dates and ids look, how lists are paged, whether table names are singular, the
+language comments, commit messages and docs are written in; and how code is written (absolute or relative imports,
+named or default exports, async/await or promise chains, the case of file, JSON, column, env and component names). A statement that gives
 another way replaces the memory of the same store that holds the old one ("2 spaces everywhere now" where "user
 likes tabs for indentation" held; "double quotes from now on" where "single quotes in TS" held), however few words
 the two share: the relation model, which reads shared names and words, misses them.
@@ -83,6 +84,12 @@ _SCALES: dict[str, dict[str, re.Pattern[str]]] = {
                              re.I),
     },
     "table-names": {"singular": re.compile(r"\bsingular\b", re.I), "plural": re.compile(r"\bplural\b", re.I)},
+    # how code is written, one way at a time
+    "imports": {"absolute": re.compile(r"\babsolute\b", re.I), "relative": re.compile(r"\brelative\b", re.I)},
+    "exports": {"named": re.compile(r"\bnamed exports?\b|\bexport (?:it )?by name\b", re.I),
+                "default": re.compile(r"\bdefault exports?\b|\bexport default\b", re.I)},
+    "async": {"await": re.compile(r"\basync ?/ ?await\b|\bawait\b", re.I),
+              "then": re.compile(r"\.then\b|\bthen\(\)|\bpromise chains?\b|\bcallbacks?\b", re.I)},
     "sql-case": {
         "upper": re.compile(r"\b(?:upper[- ]?case|caps|capitali[sz]ed) (?:sql )?keywords\b|\bkeywords (?:in )?(?:upper[- ]?case|"
                             r"caps|capitali[sz]ed)\b", re.I),
@@ -103,6 +110,22 @@ _ABOUT = {
     "ids": re.compile(r"\b(?:ids?|primary keys?|pks?|identifiers?)\b", re.I),
     "pagination": re.compile(r"\bpaginat\w+|\bpag(?:e|ed|es|ing)\b|\blist (?:endpoints?|fields?)\b|Pagination\b", re.I),
     "table-names": re.compile(r"\btables?(?: names?)?\b", re.I),
+    "imports": re.compile(r"\bimports?\b|\bimport paths?\b", re.I),
+    "async": re.compile(r"\basync\w*|\bpromises?\b|\.then\b|\bcallbacks?\b", re.I),
+}
+#: how names are written, said of one kind of name: "file names in kebab-case", "json keys camelCase"
+_CASES = {
+    "kebab": re.compile(r"\bkebab[- ]?case\b", re.I), "snake": re.compile(r"\bsnake[_ -]?case\b", re.I),
+    "camel": re.compile(r"\bcamel[- ]?case\b", re.I), "pascal": re.compile(r"\bpascal[- ]?case\b", re.I),
+    "screaming": re.compile(r"\b(?:screaming|upper)[_ -]?snake(?:[_ -]?case)?\b", re.I),
+}
+_NAMED = {
+    "files": re.compile(r"\bfile ?names?\b|\bfiles\b", re.I),
+    "json": re.compile(r"\bjson\b|\b(?:api|response|request|payload) (?:fields?|keys?|properties)\b", re.I),
+    "columns": re.compile(r"\bcolumns?\b|\bdb fields?\b", re.I),
+    "env": re.compile(r"\benv(?:ironment)? ?var(?:iable)?s?\b", re.I),
+    "components": re.compile(r"\bcomponents?\b", re.I),
+    "branches": re.compile(r"\bbranch(?:es| names?)\b", re.I),
 }
 #: what a text is written in, said of one of these: "code comments in German", "commit messages in English"
 _WRITTEN = {
@@ -126,6 +149,8 @@ def _where(text: str) -> set[str]:
     return {w.lower() for w in _WHERE.findall(text)} | ({"golang"} if _GO.search(text) else set())
 
 
+#: the scales a language or kind of file may hold differently ("tabs in Makefiles", "2 spaces in yaml")
+_FORMATTING = frozenset({"indent", "quotes", "semicolons", "commas", "sql-case"})
 #: the old way said to stay beside the new one: "uuid for the public id, serial pk stays"
 _KEPT = re.compile(r"\b(?:stays?|still|remains?|keep(?:s|ing)?|kept|as is|unchanged)\b", re.I)
 #: a case added beside the way that holds, not another way: "also", "except", "only in", "but in"
@@ -154,6 +179,11 @@ def _ways(text: str, *, new: bool) -> dict[str, set[str]]:
     for what, rx in _WRITTEN.items():
         if languages and rx.search(text):
             found[f"language-{what}"] = set(languages)
+    cases = {case for case, rx in _CASES.items() for m in rx.finditer(text)
+             if not _TURNED_DOWN.search(text[max(0, m.start() - 24):m.start()])}
+    for what, rx in _NAMED.items():
+        if cases and rx.search(text):
+            found[f"case-{what}"] = set(cases)
     return {scale: ways for scale, ways in found.items() if ways}
 
 
@@ -186,10 +216,10 @@ def style_change(said: str, scope: str, candidates: list) -> int | None:
         if candidate.scope != scope:
             continue
         held = _ways(candidate.text, new=False)
-        if where_now - _where(candidate.text):
-            continue  # "tabs in Makefiles" is not what "2 spaces for python" is about, nor "spaces in yaml" an
-            # exception to "likes tabs" its new rule (said with no word of where, it is about what the memory was)
-        if any(scale in held and _changed(held[scale], ways)
+        elsewhere = bool(where_now - _where(candidate.text))
+        # "tabs in Makefiles" is not what "2 spaces for python" is about, nor "spaces in yaml" an exception to "likes
+        # tabs" its new rule (said with no word of where, a way of formatting is about what the memory was)
+        if any(scale in held and _changed(held[scale], ways) and not (elsewhere and scale in _FORMATTING)
                and not (held[scale] <= ways and _KEPT.search(said)) for scale, ways in now.items()):
             hits.append((candidate.similarity, i))
     return max(hits)[1] if hits else None
