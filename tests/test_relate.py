@@ -300,3 +300,12 @@ def test_a_tool_no_longer_used_is_dropped_by_name(said, name):
 ])
 def test_a_tool_of_the_same_kind_replaces_its_memory(ask, old, said):
     assert ask(old, said)[0] == "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    ("MSRV is Rust 1.70 (rust-version in Cargo.toml).", "bumping msrv to 1.74, we need the newer clap"),
+    ("minSdk 24.", "we're raising minSdk to 26, drop the Build.VERSION checks below it"),
+    ("HTTP client timeout: 30s.", "lowering the http client timeout to 10s, the upstream retries anyway"),
+])
+def test_a_value_moved_replaces_the_memory_holding_the_old_one(ask, old, said):
+    assert ask(old, said)[0] == "supersedes"

@@ -301,6 +301,13 @@ def probabilities(x: list[float], weights: list[list[float]] | None = None) -> d
     return {label: e / total for label, e in zip(CLASSES, exps)}
 
 
+def _named_alike(old: str, said: str) -> bool:
+    """Whether a name the old memory wrote with capitals is said in lower case ("MSRV is Rust 1.70" … "bumping msrv to
+    1.74"): the same thing, which `features` (names as written) does not count as shared."""
+    return any(name.isalpha() and len(name) > 2 and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", said, re.I)
+               for name in _side(old).names - _side(said).names)
+
+
 def _same_rule_again(new_text: str, said: str, x: list[float], candidate: Candidate, scope: str) -> bool:
     """Very close, nothing changed and nothing added: no change words (not even "now"), no name or
     number swapped or negated, no flip between a positive and a negative rule, no new name or number."""
@@ -381,7 +388,9 @@ def relate(
         if len(same_kind) == 1:
             return "supersedes", same_kind[0], max(probs[same_kind[0]]["supersedes"], EXCLUSIVE_SWAP)
     swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and not x[_REFINE_CUE]
-             and ((x[_FAMILY_SWAP] and not x[_KEPT]) or (x[_NUMBER_CHANGE] and x[_SHARED] and x[_CHANGED]))]
+             and ((x[_FAMILY_SWAP] and not x[_KEPT])
+                  or (x[_NUMBER_CHANGE] and x[_CHANGED] and (x[_SHARED] or _named_alike(candidates[i].text,
+                                                                                       said or new_text))))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
             if label == "refines" and xs[i][_CHANGED] and not xs[i][_REFINE_CUE] and _enough_to_replace(xs[i], candidates[i]):
