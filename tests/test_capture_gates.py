@@ -596,3 +596,25 @@ def test_a_change_of_mind_in_the_pass_keeps_the_kind_of_what_it_replaces(tmp_pat
 ])
 def test_one_thing_of_the_work_at_hand_is_not_a_rule(sentence, never):
     assert never_durable(sentence) is never
+
+
+@pytest.mark.parametrize("turn", [
+    "ah, y a partir de ahora respóndeme siempre en español",
+    "e per favore rispondimi sempre in italiano, anche nelle prossime sessioni",
+    "from now on english answers please, my team reads these",
+])
+def test_the_language_of_answers_is_a_fact_about_the_person_in_any_language(tmp_path, real_embedder, turn):
+    from forgemem.capture.capturer import Capturer
+    from forgemem.capture.classify import Batch
+    from forgemem.capture.transcripts import Turn
+    from forgemem.recall.engine import RecallEngine
+    from forgemem.workspace import Workspace, init_forge_dir
+
+    init_forge_dir(tmp_path / "repo" / ".forge")
+    init_forge_dir(tmp_path / "home" / ".forge")
+    ws = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "repo/.forge/memory", user_dir=tmp_path / "home/.forge/memory")
+    capturer = Capturer(ws, RecallEngine(ws, embedder=real_embedder))
+    turns = [Turn("s", 0, "assistant", "Done.", None, "t.jsonl", 1, 1, 0, 0),
+             Turn("s", 1, "user", turn, None, "t.jsonl", 2, 2, 0, 0)]
+    written = capturer.run(Batch(turns, "cadence", "s", "t.jsonl")).written
+    assert [(m.category, m.scope) for m in written] == [("user-facts", "user")]

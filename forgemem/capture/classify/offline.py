@@ -70,7 +70,8 @@ class OfflineClassifier:
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
         from forgemem.capture.classify.one_pass import _kept_by_the_pass
-        from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, PERSONAL_AT, scope_for
+        from forgemem.capture.classify.relate_person import _answer_languages
+        from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, _REPO_CUE, PERSONAL_AT, scope_for
         from forgemem.capture.classify.units import units
 
         found: list[tuple[str, Turn, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
@@ -162,6 +163,10 @@ class OfflineClassifier:
             if category == "user-facts" and not _PERSONAL.search(unit):
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
+            if _answer_languages(unit) and not _REPO_CUE.search(unit):
+                # the language the person wants answers in, in any language: "respóndeme siempre en español",
+                # "rispondimi sempre in italiano", "english answers please"
+                category = "user-facts"
             about = f"{before}\n{unit}" if confirm else unit
             scope, why_scope = scope_for(about, category, decision.user_p, self.has_repo,
                                            dict(decision.categories).get(category, decision.category_p))

@@ -135,7 +135,7 @@ _LANGUAGES = {
 }
 _LANGUAGE = "|".join(re.escape(w) for w in sorted(_LANGUAGES, key=len, reverse=True))
 #: words of answering, in the languages people write to agents in
-_ANSWER = (r"(?:answer\w*|repl(?:y|ies|ying)|respon\w+|talk(?: to me)?|write (?:to )?me|speak|chat|antwort\w*|"
+_ANSWER = (r"(?:answer\w*|repl(?:y|ies|ying)|resp[oó]n\w+|cont[eé]st\w*|talk(?: to me)?|write (?:to )?me|speak|chat|antwort\w*|"
            r"antworte\w*|répon\w+(?:-moi)?|repon\w+(?:-moi)?|respond\w*|respuestas?|rispond\w*|rispost\w*|antwoord\w*|"
            r"odpowiad\w*|odpowied\w*)")
 #: a language said as the one to answer in: "answer in english", "english answers", "antworte auf Deutsch",
