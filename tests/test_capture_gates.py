@@ -602,8 +602,9 @@ def test_one_thing_of_the_work_at_hand_is_not_a_rule(sentence, never):
     "ah, y a partir de ahora respóndeme siempre en español",
     "e per favore rispondimi sempre in italiano, anche nelle prossime sessioni",
     "from now on english answers please, my team reads these",
+    "para que lo sepas: trabajo en Windows con WSL2, así que dame rutas de linux",
 ])
-def test_the_language_of_answers_is_a_fact_about_the_person_in_any_language(tmp_path, real_embedder, turn):
+def test_the_language_of_answers_and_the_persons_setup_are_facts_about_them_in_any_language(tmp_path, real_embedder, turn):
     from forgemem.capture.capturer import Capturer
     from forgemem.capture.classify import Batch
     from forgemem.capture.transcripts import Turn

@@ -70,7 +70,7 @@ class OfflineClassifier:
     def classify(self, batch: Batch, neighbours: Neighbours) -> Classification:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
         from forgemem.capture.classify.one_pass import _kept_by_the_pass
-        from forgemem.capture.classify.relate_person import _answer_languages
+        from forgemem.capture.classify.relate_person import _answer_languages, _tools
         from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, _REPO_CUE, PERSONAL_AT, scope_for
         from forgemem.capture.classify.units import units
 
@@ -163,9 +163,9 @@ class OfflineClassifier:
             if category == "user-facts" and not _PERSONAL.search(unit):
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
-            if _answer_languages(unit) and not _REPO_CUE.search(unit):
-                # the language the person wants answers in, in any language: "respóndeme siempre en español",
-                # "rispondimi sempre in italiano", "english answers please"
+            if (_answer_languages(unit) or (_MY_SETUP.search(unit) and _tools(unit))) and not _REPO_CUE.search(unit):
+                # the language the person wants answers in, and their OS, editor and shell, in any language:
+                # "respóndeme siempre en español", "rispondimi sempre in italiano", "trabajo en Windows con WSL2"
                 category = "user-facts"
             about = f"{before}\n{unit}" if confirm else unit
             scope, why_scope = scope_for(about, category, decision.user_p, self.has_repo,
@@ -284,6 +284,11 @@ def _as_trained(agent_turn: str) -> str:
 #: the agent's answers to the person, and how it explains
 _HOW_TO_TALK = re.compile(r"\b(?:answers?|explanations?|explaining|explain (?:the|it|things|more|less|why|what|every)|"
                           r"replies|responses|essays?|preambles?|walls? of text|summar(?:y|ies)|tl;?dr)\b", re.I)
+#: the person saying what they work on, in the languages they write in: "i'm on", "i use", "trabajo en", "ich arbeite
+#: mit", "j'utilise", "lavoro su"
+_MY_SETUP = re.compile(r"\b(?:i(?:'m| am|m) (?:on|using)|i use|i work (?:on|in|with)|my (?:os|editor|ide|shell|laptop|"
+                       r"machine)|trabajo (?:en|con)|uso|ich (?:arbeite|nutze|benutze|bin auf)|j'utilise|je (?:travaille|"
+                       r"suis) (?:sous|sur)|trabalho (?:no|com|em)|lavoro (?:su|con))\b", re.I)
 _WEAK_SCOPE = ("unsure: the repo, where git review sees it", "personal style", "project knowledge")
 CATEGORY_ORDER = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
 #: what a correction of the agent's work sounds like
