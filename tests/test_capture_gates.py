@@ -619,3 +619,15 @@ def test_the_language_of_answers_and_the_persons_setup_are_facts_about_them_in_a
              Turn("s", 1, "user", turn, None, "t.jsonl", 2, 2, 0, 0)]
     written = capturer.run(Batch(turns, "cadence", "s", "t.jsonl")).written
     assert [(m.category, m.scope) for m in written] == [("user-facts", "user")]
+
+
+@pytest.mark.parametrize("sentence, standing", [
+    ("ok let's go with that: soft deletes via deleted_at for users and orders", True),
+    ("we decided in the review: one reconciler per controller", True),
+    ("decision: postgres full text search, no elasticsearch", True),
+    ("let's go with that", False),  # a yes to the proposal: decided on what the agent proposed, not on these words
+])
+def test_a_decision_said_as_one_clears_the_standing_bar(sentence, standing):
+    from forgemem.capture.classify.learned import _STANDING_RULE
+
+    assert bool(_STANDING_RULE.search(sentence)) is standing

@@ -279,6 +279,9 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
                      r"team|app|service))? (?:to|on)\b",
                      r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b",
+                     # a decision said as one: "ok let's go with that: soft deletes via deletedAt …", "we decided …"
+                     r"\blet'?s go with (?:that|this|it|option \w+)\s*[:,-]\s*\S+(?:\s+\S+){2,}",
+                     r"\bwe(?:'ve| have)? decided\b", r"\b(?:the )?decision(?: is)?\s*:",
                      # what the agent does, asked to go on: "keep doing the java comparisons when … comes up"
                      r"^(?:\W*\w+\W+){0,2}?keep (?:doing|using|giving|writing|adding|making) (?:the|these|those|that|"
                      r"this|\w+s)\b", r"\bin (?:this|our) "
