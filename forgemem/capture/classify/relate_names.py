@@ -226,7 +226,7 @@ _AMBIGUOUS = set(
     apache vault lambda poetry black hatch bun mocha chai jasmine karma nose hypothesis sphinx jekyll zed sublime
     fish zap react remix solid ember backbone gin tilt notion windows salt saltstack caddy envoy pusher ky uv
     spm cra doppler unity jupyter lock rider storage english german spanish french italian portuguese japanese
-    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana""".split()
+    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic""".split()
 )
 _TOOL_VERBS = set(
     """use uses using used with via to off from onto through by over on switch switched moved migrate migrated
