@@ -604,21 +604,9 @@ def test_one_thing_of_the_work_at_hand_is_not_a_rule(sentence, never):
     "from now on english answers please, my team reads these",
     "para que lo sepas: trabajo en Windows con WSL2, así que dame rutas de linux",
 ])
-def test_the_language_of_answers_and_the_persons_setup_are_facts_about_them_in_any_language(tmp_path, real_embedder, turn):
-    from forgemem.capture.capturer import Capturer
-    from forgemem.capture.classify import Batch
-    from forgemem.capture.transcripts import Turn
-    from forgemem.recall.engine import RecallEngine
-    from forgemem.workspace import Workspace, init_forge_dir
+def test_the_language_of_answers_and_the_persons_setup_are_facts_about_them_in_any_language(real_embedder, turn):
+    assert [(p.category, p.scope) for p in written(turn, real_embedder)] == [("user-facts", "user")]
 
-    init_forge_dir(tmp_path / "repo" / ".forge")
-    init_forge_dir(tmp_path / "home" / ".forge")
-    ws = Workspace.open(cwd=tmp_path, repo_dir=tmp_path / "repo/.forge/memory", user_dir=tmp_path / "home/.forge/memory")
-    capturer = Capturer(ws, RecallEngine(ws, embedder=real_embedder))
-    turns = [Turn("s", 0, "assistant", "Done.", None, "t.jsonl", 1, 1, 0, 0),
-             Turn("s", 1, "user", turn, None, "t.jsonl", 2, 2, 0, 0)]
-    written = capturer.run(Batch(turns, "cadence", "s", "t.jsonl")).written
-    assert [(m.category, m.scope) for m in written] == [("user-facts", "user")]
 
 
 @pytest.mark.parametrize("sentence, standing", [
