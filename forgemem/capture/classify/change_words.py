@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK
+from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, CAN_GO
 
 #: a sentence that says a choice changed ("poetry is out, it's uv now"): one the heads find not durable enough is
 #: still a memory when it replaces a rule the store holds (`offline.CHANGE_OF_MIND_FLOOR`)
@@ -36,8 +36,7 @@ _DROPPED = re.compile(
     r"(?:off|away from|from))\s+(?:the |our |using )?`?([\w.+-]{3,})`?"
     r"|`?([\w.+-]{3,})`? (?:is|are) (?:out|gone|dead|deprecated|no longer used|off the table)\b"
     # "papermill can go", "jquery has to go" (not "the tests can go in tests/unit")
-    r"|`?([\w.+-]{3,})`? (?:can|has to|needs to|must|should) go\b(?!\s+(?:to|in|into|under|through|on|with|for|first|"
-    r"back|ahead|away|live)\b)"
+    rf"|`?([\w.+-]{{3,}})`? {CAN_GO}"
     # "rip black out of pre-commit"
     r"|\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:the |our )?`?([\w.+-]{3,})`? out\b"
     # "no fix/feat prefix anymore"

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, _REFINE, _negated, _negative
+from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, _REFINE, CAN_GO, _negated, _negative
 from forgemem.capture.classify.relate_names import _content, _families, _names, _numbers, _subjects
 from forgemem.capture.classify.relate_person import person_change
 from forgemem.capture.classify.relate_style import style_change
@@ -228,8 +228,7 @@ _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
 _GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table|deleted|"
                           rf"removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off (?:the |our )?({_WORD})|"
-                          rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:can|has to|needs to|must|should) go\b(?!\s+(?:to|in|into|under|"
-                          r"through|on|with|for|first|back|ahead|away|live)\b)", re.I)
+                          rf"((?:{_WORD} ){{0,2}}{_WORD}) {CAN_GO}", re.I)
 
 
 def _among(words: frozenset[str], content: set[str] | frozenset[str]) -> set[str]:

@@ -11,6 +11,11 @@ def _any(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
 
 
+#: what follows a name said to go ("papermill can go", "jquery has to go"), not a place for things to go ("the tests can go
+#: in tests/unit", "it can go ahead")
+CAN_GO = (r"(?:can|has to|needs to|must|should) go\b(?!\s+(?:to|in|into|under|through|on|with|for|first|back|ahead|away|"
+          r"live)\b)")
+
 #: a change of mind, in English, German, Spanish and French
 _CHANGE = _any(
     r"\bno longer\b", r"\bnot\b[^.;]{0,40}\bany ?more\b", r"\bany ?more\b", r"\binstead\b", r"\brather than\b",

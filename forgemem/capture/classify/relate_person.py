@@ -94,6 +94,11 @@ _A_TRIP = re.compile(r"\b(?<!not )(?:travell?ing|on (?:a )?trip|visiting|vacatio
                      re.I)
 
 
+#: short zone names are places only when written as one ("PST", "CET") or in a sentence about where the person is
+_ZONE_ONLY = set(_ZONES.split())
+_ZONE_CASE = re.compile(r"^[A-Z]{2,5}$")
+
+
 def _places(text: str, *, said_as_theirs: bool) -> set[str]:
     """The places a text names as where the person is (lower case); with `said_as_theirs`, only in a sentence that
     says where they are, and not one they left."""
@@ -109,10 +114,6 @@ def _places(text: str, *, said_as_theirs: bool) -> set[str]:
         found.add(place)
     return found
 
-
-#: short zone names are places only when written as one ("PST", "CET") or in a sentence about where the person is
-_ZONE_ONLY = set(_ZONES.split())
-_ZONE_CASE = re.compile(r"^[A-Z]{2,5}$")
 
 # ------------------------------------------------------------------------------------------ how they want answers
 

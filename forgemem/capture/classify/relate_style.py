@@ -165,8 +165,7 @@ def _ways(text: str, *, new: bool) -> dict[str, set[str]]:
             continue
         for way, rx in ways.items():
             for m in rx.finditer(text):
-                before, after = text[max(0, m.start() - 24):m.start()], text[m.end():]
-                if way != "without" and (_TURNED_DOWN.search(before) or _TURNED_DOWN_AFTER.match(after)):
+                if way != "without" and (_turned_down_before(text, m) or _TURNED_DOWN_AFTER.match(text[m.end():])):
                     continue
                 width = m.group(1) if m.groups() and m.group(1) else ""
                 found.setdefault(scale, set()).add(f"{way}{width}")
@@ -174,17 +173,22 @@ def _ways(text: str, *, new: bool) -> dict[str, set[str]]:
         commas = found.setdefault("commas", set())
         commas.discard("trailing")
         commas.add("none")
-    languages = {_LANGUAGES[m.group(0).lower()] for m in _A_LANGUAGE.finditer(text)
-                 if not _TURNED_DOWN.search(text[max(0, m.start() - 24):m.start()])}
-    for what, rx in _WRITTEN.items():
-        if languages and rx.search(text):
-            found[f"language-{what}"] = set(languages)
-    cases = {case for case, rx in _CASES.items() for m in rx.finditer(text)
-             if not _TURNED_DOWN.search(text[max(0, m.start() - 24):m.start()])}
-    for what, rx in _NAMED.items():
-        if cases and rx.search(text):
-            found[f"case-{what}"] = set(cases)
+    languages = {_LANGUAGES[m.group(0).lower()] for m in _A_LANGUAGE.finditer(text) if not _turned_down_before(text, m)}
+    cases = {case for case, rx in _CASES.items() for m in rx.finditer(text) if not _turned_down_before(text, m)}
+    found.update(_said_of(text, languages, _WRITTEN, "language"))
+    found.update(_said_of(text, cases, _NAMED, "case"))
     return {scale: ways for scale, ways in found.items() if ways}
+
+
+def _turned_down_before(text: str, match: re.Match[str]) -> bool:
+    """Whether the words just before a way turn it down ("not tabs", "instead of double quotes")."""
+    return bool(_TURNED_DOWN.search(text[max(0, match.start() - 24):match.start()]))
+
+
+def _said_of(text: str, ways: set[str], kinds: dict[str, re.Pattern[str]], scale: str) -> dict[str, set[str]]:
+    """The ways (a language, a case) for each kind of thing the text says them of: "comments and commit messages in
+    English" gives English to "language-comments" and "language-commits"."""
+    return {f"{scale}-{kind}": set(ways) for kind, rx in kinds.items() if ways and rx.search(text)}
 
 
 _A_LANGUAGE = re.compile(rf"\b(?:{_LANGUAGE})\b", re.I)
