@@ -131,9 +131,9 @@ def main() -> int:
     from forgemem.index.embedding import load_embedder
 
     sets = corpus.VALIDATION_SETS if args.validation else corpus.SESSION_SETS + corpus.VALIDATION_SETS
-    items = statements(corpus.SESSION_SETS + corpus.VALIDATION_SETS)
-    pool = [(key, s) for item in items for key, s in item["seeds"].items()]  # every set's memories stand by
-    items = statements(sets)
+    every = statements(corpus.SESSION_SETS + corpus.VALIDATION_SETS)
+    pool = [(key, s) for item in every for key, s in item["seeds"].items()]  # every set's memories stand by
+    items = statements(sets) if args.validation else every
     if not items:
         print("no labelled session sets here (tests/fixtures/capture_v2_dev*.yaml)", file=sys.stderr)
         return 2
