@@ -434,12 +434,28 @@ SETS = (
     ("v2 held-out 20", "capture_v2_heldout20.yaml", "written blind on 2026-11-27 (stop 28) like held-out 3, by a"
      " twentieth writer (full-stack TypeScript, a solo developer's preferences) who reported only counts, and committed with its first reading on"
      " 1fd17bd before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 21", "capture_v2_heldout21.yaml", "written blind on 2026-11-27 (stop 29) like held-out 3, by a"
+     " twenty-first writer (infrastructure and SRE, a platform team) who reported only counts, and committed with its first reading on"
+     " ede1b2f before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 22", "capture_v2_heldout22.yaml", "written blind on 2026-11-27 (stop 29) like held-out 3, by a"
+     " twenty-second writer (JVM enterprise, Java and Kotlin, house rules) who reported only counts, and committed with its first reading on"
+     " ede1b2f before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 23", "capture_v2_heldout23.yaml", "written blind on 2026-11-27 (stop 29) like held-out 3, by a"
+     " twenty-third writer (embedded firmware in C) who reported only counts, and committed with its first reading on"
+     " ede1b2f before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 24", "capture_v2_heldout24.yaml", "written blind on 2026-11-27 (stop 29) like held-out 3, by a"
+     " twenty-fourth writer (Rails and Phoenix at an agency, several clients) who reported only counts, and committed with its first reading on"
+     " ede1b2f before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 25", "capture_v2_heldout25.yaml", "written blind on 2026-11-27 (stop 29) like held-out 3, by a"
+     " twenty-fifth writer (machine-learning engineering, the person's setup) who reported only counts, and committed with its first reading on"
+     " ede1b2f before anything ran on it for a change; misses never printed"),
 )
 #: sets whose misses are not printed: reading them would make them development data
 BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4", "v2 held-out 5", "v2 held-out 6", "v2 held-out 7",
          "v2 held-out 8", "v2 held-out 9", "v2 held-out 10", "v2 held-out 11", "v2 held-out 12", "v2 held-out 13",
          "v2 held-out 14", "v2 held-out 15", "v2 held-out 16", "v2 held-out 17", "v2 held-out 18", "v2 held-out 19",
-         "v2 held-out 20"}
+         "v2 held-out 20", "v2 held-out 21", "v2 held-out 22", "v2 held-out 23", "v2 held-out 24",
+         "v2 held-out 25"}
 
 
 def labelled(embedder, blind: bool = False) -> None:
