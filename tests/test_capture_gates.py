@@ -135,6 +135,9 @@ def test_a_teams_move_to_another_tool_is_written_and_keeps_the_kind_of_what_it_r
     "and &str vs String for the name field, which would you pick here",
     "il me faut un prototype rapide d'un endpoint de recherche",
     "ich brauche einen schnellen Prototyp für den Export",
+    # a thing to find out: what it checks may hold "every time", it is what is looked for
+    "anyway also check if the image layer is rebuilt every time, feels like it",
+    "oh and can you explain why the lint step always runs twice",
 ])
 def test_one_offs_reports_unmarked_questions_and_requests_are_not_rules(sentence, real_embedder):
     assert never_durable(sentence)
@@ -143,6 +146,9 @@ def test_one_offs_reports_unmarked_questions_and_requests_are_not_rules(sentence
 
 def test_a_report_that_says_what_to_do_from_now_on_is_still_a_rule():
     assert not never_durable("pnpm doesn't work with our workspace setup, always use yarn here")
+    # ... and so is a check said with when it recurs
+    assert not never_durable("check whether the lockfile changed before you push")
+    assert not never_durable("from now on check if the migration can be reversed")
 
 
 def test_a_prefix_dropped_with_anymore_replaces_the_rule_that_names_it(tmp_path, real_embedder):

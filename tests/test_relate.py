@@ -309,3 +309,16 @@ def test_a_tool_of_the_same_kind_replaces_its_memory(ask, old, said):
 ])
 def test_a_value_moved_replaces_the_memory_holding_the_old_one(ask, old, said):
     assert ask(old, said)[0] == "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    ("JSON responses via jbuilder views.", "ok new endpoints get alba serializers, it benchmarked way faster than jbuilder"),
+    ("Unit tests with Jest.", "new tests go in vitest, it's a lot quicker than jest on this repo"),
+])
+def test_the_tool_a_new_one_is_compared_against_is_the_one_it_replaces(ask, old, said):
+    assert ask(old, said)[0] == "supersedes"
+
+
+def test_a_comparison_alone_replaces_nothing(ask):
+    # the old tool named in a comparison, with nothing taking its place, is a remark
+    assert ask("Unit tests with Jest.", "jest is slower than i'd like on this repo")[0] != "supersedes"

@@ -155,9 +155,18 @@ _AT_HAND = _rx(r"^\W*(?:(?:so|ok|okay|and|oh|ah|right)\W+){0,2}(?:this|that) one
                r"\b(?:can|could|would) you (?:please |pls )?(?:take a |have a )?(?:look|check|investigate|dig in|"
                r"take a look|have a look|look into it|fix (?:it|that|this))\W*$",
                r"^\W*(?:(?:pls|please|can you|could you)\s+)?explain (?:why|how|what)\b",
+               # ... after a word that moves on: "anyway can you explain why //services/… rebuilds every time"
+               r"^\W*(?:(?:anyway|also|and|so|btw|oh|ok|okay|then)\W+)+(?:(?:pls|please|can you|could you)\s+)?"
+               r"explain why\b",
                r"^\W*(?:(?:hm+|hmm+|uh+|well)\W+)?(?:i'?m |im )?not sure\b",
                r"^\W*(?:a |an |the |new )?(?:migration|script|test|endpoint|function|job|cron ?job|task|helper|command) "
                r"to (?:add|remove|drop|create|fix|update|rename|backfill|import|export|sync|migrate)\b")
+#: when a check recurs, said of the work: "check whether the lockfile changed before you push"
+_LATER = _rx(r"\b(?:before|after|whenever|once) (?:you|we|i|\w+ing)\b", r"\bbefore (?:every|each|any)\b")
+#: a thing to find out, asked for: "anyway also check if the proc macro crate is being rebuilt every time", "check
+#: whether the lookback is even there" (what is checked may say "every time": it is what is looked for, not when)
+_FIND_OUT = re.compile(r"^\W*(?:(?:anyway|also|and|so|btw|oh|ok|okay|then|now|pls|please|can you|could you|can u)\W+)*"
+                       r"(?:check|verify|find out|figure out)\s+(?:if|whether)\b", re.I)
 _EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by default)\b")
 #: a step of the work at hand, asked for by its verb and pointing at its thing ("run prettier over src/ so we
 #: don't get a giant diff later", "delete src/queue entirely", "yes, and drop pytest-xdist from the dev deps"): a
@@ -202,5 +211,7 @@ def never_durable(sentence: str) -> bool:
     if _TASK_AT_HAND.search(sentence.strip()) and not _SAYS_WHEN_IT_RECURS.search(sentence):
         return True
     if _AT_HAND.search(sentence.strip()) and not _STANDING.search(sentence):
+        return True
+    if _FIND_OUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _LATER.search(sentence)):
         return True
     return bool(_ASKS.search(sentence.strip())) and not _STANDING.search(sentence)

@@ -68,6 +68,8 @@ _NEGATED_BEFORE = _any(
     r"\bwrong about$", r"\bi said$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*(?: \w+)?$",
     r"\bvon$", r"\bya no \w+$", r"\bdejamos$", r"\bsin$", r"\bplus de$", r"\bau lieu de$", r"\bmit$",
     r"\bdas mit$", r"\bvergiss(?: das mit)?$", r"\babandonné$", r"\bfrom \w+$", r"\bunlike$",
+    # the one a new tool is compared against: "alba … was ~10x faster than jbuilder", "nicer than moment"
+    r"\b(?:\w+er|better|worse|more \w+|less \w+) than$",
 )
 #: after an old name: "poetry is gone", "yarn's out", "X was a mistake", "X ist Geschichte"
 _NEGATED_AFTER = _any(
