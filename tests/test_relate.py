@@ -306,6 +306,8 @@ def test_a_tool_of_the_same_kind_replaces_its_memory(ask, old, said):
     ("MSRV is Rust 1.70 (rust-version in Cargo.toml).", "bumping msrv to 1.74, we need the newer clap"),
     ("minSdk 24.", "we're raising minSdk to 26, drop the Build.VERSION checks below it"),
     ("HTTP client timeout: 30s.", "lowering the http client timeout to 10s, the upstream retries anyway"),
+    # a measure in the same unit, the thing named in other words
+    ("Session cookie max age 2h.", "we're raising it to 12h, people kept getting logged out"),
 ])
 def test_a_value_moved_replaces_the_memory_holding_the_old_one(ask, old, said):
     assert ask(old, said)[0] == "supersedes"
@@ -317,6 +319,11 @@ def test_a_value_moved_replaces_the_memory_holding_the_old_one(ask, old, said):
 ])
 def test_the_tool_a_new_one_is_compared_against_is_the_one_it_replaces(ask, old, said):
     assert ask(old, said)[0] == "supersedes"
+
+
+def test_a_measure_in_the_same_unit_said_without_a_change_replaces_nothing(ask):
+    assert ask("Access tokens live 1h, refreshed silently.", "the export job takes 4h on prod data",
+               "The export job takes 4h on prod data.")[0] != "supersedes"
 
 
 def test_a_comparison_alone_replaces_nothing(ask):

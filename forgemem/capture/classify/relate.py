@@ -65,7 +65,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, _REFINE, CAN_GO, _negated, _negative
-from forgemem.capture.classify.relate_names import _content, _families, _names, _numbers, _subjects
+from forgemem.capture.classify.relate_names import _NUMBER, _content, _families, _names, _numbers, _subjects
 from forgemem.capture.classify.relate_person import person_change
 from forgemem.capture.classify.relate_style import style_change
 
@@ -307,6 +307,20 @@ def _named_alike(old: str, said: str) -> bool:
                for name in _side(old).names - _side(said).names)
 
 
+def _measure_moved(old: str, said: str) -> bool:
+    """Whether a measure of the old memory is given another value in the same unit, the old value not said again
+    ("sessions in redis, TTL 1h" … "we settled on 8h for sessions"; "timeout 30s" … "lowering it to 10s")."""
+    def measures(text: str) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for m in _NUMBER.finditer(text):
+            if m.group(2):
+                found.setdefault(m.group(2).lower(), set()).add(m.group(1))
+        return found
+
+    before, now = measures(old), measures(said)
+    return any(not before[unit] & now[unit] for unit in before.keys() & now.keys())
+
+
 def _same_rule_again(new_text: str, said: str, x: list[float], candidate: Candidate, scope: str) -> bool:
     """Very close, nothing changed and nothing added: no change words (not even "now"), no name or
     number swapped or negated, no flip between a positive and a negative rule, no new name or number."""
@@ -389,7 +403,11 @@ def relate(
     swaps = [i for i, x in enumerate(xs) if candidates[i].scope == scope and not x[_REFINE_CUE]
              and ((x[_FAMILY_SWAP] and not x[_KEPT])
                   or (x[_NUMBER_CHANGE] and x[_CHANGED] and (x[_SHARED] or _named_alike(candidates[i].text,
-                                                                                       said or new_text))))]
+                                                                                       said or new_text)))
+                  # a measure moved, on the same subject: "we settled on 8h for sessions" where "sessions in redis,
+                  # TTL 1h" held
+                  or (x[_CHANGED] and (x[_OVERLAP] > 0 or x[_SIMILARITY] >= NEAR_AT)
+                      and _measure_moved(candidates[i].text, said or new_text)))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
             if label == "refines" and xs[i][_CHANGED] and not xs[i][_REFINE_CUE] and _enough_to_replace(xs[i], candidates[i]):
