@@ -625,3 +625,32 @@ def test_a_decision_said_as_one_clears_the_standing_bar(sentence, standing):
     from forgemem.capture.classify.learned import _STANDING_RULE
 
     assert bool(_STANDING_RULE.search(sentence)) is standing
+
+
+@pytest.mark.parametrize("said", [
+    "that fails for me, i use nushell, not bash. please give me nushell syntax in the future.",
+    "I'm on Windows. Always give me PowerShell commands for Windows.",
+    "i use helix now. give me helix keybindings, not vscode ones",
+])
+def test_the_persons_setup_and_what_it_means_for_the_work_are_one_fact(said, real_embedder):
+    """Said in one turn, "i'm on fish" and "give me fish syntax" are one fact about the person, not a fact and a
+    preference kept apart."""
+    [fact] = written(said, real_embedder)
+    assert fact.category == "user-facts" and fact.scope == "user", fact
+
+
+def test_two_facts_about_the_persons_setup_stay_two(real_embedder):
+    assert len(written("im on macos (m2). i use neovim, not vscode", real_embedder)) == 2
+
+
+@pytest.mark.parametrize("sentence", [
+    "the data team complains they can't read our parquet files",
+    "support keeps complaining about the retry emails.",
+])
+def test_someones_complaint_is_the_reason_for_a_change_not_a_rule(sentence, real_embedder):
+    assert never_durable(sentence)
+    assert not written(sentence, real_embedder), sentence
+
+
+def test_a_complaint_said_with_what_to_do_is_a_rule():
+    assert not never_durable("support keeps complaining about the emails, so always send them from noreply@")

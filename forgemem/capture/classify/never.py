@@ -30,6 +30,10 @@ _HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo
                r"^(?:\W*\w+\W+){0,2}?(?!i\b|we\b|you\b|they\b|it\b)[a-z][a-z'-]+ (?:said|says|keeps saying|kept "
                r"saying|thinks|thought|suggested|suggests|mentioned|reckons|claims|proposed)(?: (?:in|at|on) (?:the )?"
                r"(?:standup|meeting|retro|review|slack|call|chat))? (?:that )?(?:we|you|everyone|the team)\b")
+#: ... and someone's complaint: "the mobile team complains they can't parse our errors" (the reason for a change, not
+#: the change)
+_COMPLAINT = _rx(r"\b(?:complain(?:s|ed|ing)?|grumbl\w+|moan(?:s|ed|ing)?|whin(?:es|ed|ing)) (?:about|that|they|because)\b",
+                 r"\b(?:keeps?|kept) complaining\b")
 #: ... unless the person takes it on
 _ADOPTED = _rx(r"\b(?:i agree|agreed|(?:he|she|they)(?:'s|'re| is| are) right|so (?:we|let's|from now on|going "
                r"forward)|we(?:'re| are) doing (?:that|it)|(?:team|we) decided|it's the rule now)\b")
@@ -196,7 +200,8 @@ def never_durable(sentence: str) -> bool:
         return True
     if _REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True
-    if _HEARSAY.search(sentence.strip()) and not _ADOPTED.search(sentence):
+    if ((_HEARSAY.search(sentence.strip()) or _COMPLAINT.search(sentence)) and not _ADOPTED.search(sentence)
+            and not (_COMPLAINT.search(sentence) and _SAYS_WHAT_TO_DO.search(sentence))):
         return True
     if _DESCRIBES.search(sentence) and not _SAYS_TO_DO.search(sentence):
         return True

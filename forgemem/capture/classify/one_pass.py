@@ -223,6 +223,20 @@ ONE_THOUGHT_AT = 0.3
 ONE_NAMED_THOUGHT_AT = 0.2
 
 
+#: the person's setup: one of each at a time
+_SETUP_KINDS = frozenset({"shell", "editor", "os"})
+
+
+def _setup_named_again(a: str, b: str) -> bool:
+    """Whether both name the same shell, editor or OS ("i'm on fish" … "give me fish syntax": the name read as one in
+    either, said in both)."""
+    from forgemem.capture.classify.relate_names import _families, _names
+
+    return any(_families({name}) & _SETUP_KINDS and all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I)
+                                                       for text in (a, b))
+               for name in _names(a) | _names(b))
+
+
 def _name_shared(a: str, b: str) -> bool:
     """Whether a tool, path or code span one names is in the other's words too."""
     from forgemem.capture.classify.relate_names import _names
@@ -247,6 +261,16 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
     kept: list[Proposal] = []
     for proposal in proposals:
         last = kept[-1] if kept else None
+        if (last is not None and last.turn is not None and last.turn is proposal.turn
+                and last.target in (proposal.target, None) and last.scope == proposal.scope == "user"
+                and "user-facts" in (last.category, proposal.category) and _setup_named_again(last.text, proposal.text)):
+            # the person's shell, editor or OS and what it means for the work: "i'm on fish, not bash. give me fish
+            # syntax whenever you hand me shell stuff" is one fact about them (each of the
+            # 15 memories naming fish in the development sets is one user-facts memory)
+            _join(last, proposal, "what the person's setup means for the work")
+            last.category, last.target = "user-facts", last.target or proposal.target
+            last.relation = last.relation if last.target == proposal.target or proposal.target is None else proposal.relation
+            continue
         if (last is not None and last.turn is not None and last.turn is proposal.turn
                 and last.target == proposal.target and last.scope == proposal.scope
                 and "user-facts" not in (last.category, proposal.category) and not _ADDS_ONE.match(proposal.quote)
