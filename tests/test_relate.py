@@ -329,3 +329,24 @@ def test_a_measure_in_the_same_unit_said_without_a_change_replaces_nothing(ask):
 def test_a_comparison_alone_replaces_nothing(ask):
     # the old tool named in a comparison, with nothing taking its place, is a remark
     assert ask("Unit tests with Jest.", "jest is slower than i'd like on this repo")[0] != "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    # the way itself said to have changed, or decided anew
+    ("Release tags: v<major>.<minor>.<patch>.", "release tag naming changed: release-<yyyy>.<mm>.<n>, e.g. release-2026.11.3"),
+    ("Python line length 79, flake8 defaults.", "team voted for black's 88 as the line length, nobody updated setup.cfg"),
+    ("Feature flags named FF_<TEAM>_<NAME>.", "security changed the naming rules: flags are <team>.<name>, lowercase"),
+    # the old one turned down in other words: nobody uses it, it is empty
+    ("Infra code written in TypeScript (CDK).",
+     "hm, the infra repo is python, the data folks took it over and nobody there writes TypeScript"),
+    ("Job definitions live in jobs.ini.", "remember job definitions are in jobs.yaml since the cleanup, jobs.ini is empty"),
+])
+def test_a_change_said_without_the_usual_words_replaces_the_rule(ask, old, said):
+    assert ask(old, said)[0] == "supersedes"
+
+
+def test_a_tool_named_in_a_prohibition_of_another_rule_is_not_turned_down(ask):
+    # "do NOT run terraform apply" says nothing against "terraform fmt -recursive before commit"
+    assert ask("terraform fmt -recursive before commit",
+               "you do NOT run terraform apply, ever, not even in dev")[0] != "supersedes"
+    assert ask("Infra code written in TypeScript (CDK).", "the lambda handler itself is python")[0] != "supersedes"

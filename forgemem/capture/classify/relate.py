@@ -410,9 +410,11 @@ def relate(
                       and _measure_moved(candidates[i].text, said or new_text)))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
-            if label == "refines" and xs[i][_CHANGED] and not xs[i][_REFINE_CUE] and _enough_to_replace(xs[i], candidates[i]):
+            if (label == "refines" and (xs[i][_CHANGED] or (xs[i][_NEGATED] and xs[i][_NAME_SWAP])) and not xs[i][_REFINE_CUE]
+                    and _enough_to_replace(xs[i], candidates[i])):
                 # said as a change and not as an addition ("billing moves off App Service to …", "relaxing the any
-                # rule a bit: …"): the new statement is the rule now, the old one is its earlier version
+                # rule a bit: …"), or with the old one turned down ("nobody there writes TypeScript"): the new
+                # statement is the rule now, the old one is its earlier version
                 label = "supersedes"
             return label, i, max(probs[i][label], EXCLUSIVE_SWAP) if i in swaps else probs[i][label]
     if swaps:

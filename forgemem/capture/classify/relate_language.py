@@ -40,6 +40,11 @@ _CHANGE = _any(
     r"\bdone with\b", r"\bdidn't work out\b", r"\b(?:we're|were|we are|it's|its|are|is|go|going|went) back to\b",
     r"\boverruled\b", r"\brenamed\b", r"\brelocated\b", r"\bunsupported\b", r"\brevert(?:ed|ing)?\b",
     r"\bback on\b", r"\bgave up on\b",
+    # the way itself said to have changed: "branch naming changed, it's …", "platform changed the naming rules", "the
+    # team voted for Google style"
+    r"\b(?:naming|name|format|scheme|convention|rule|layout|structure|process|policy|workflow|style)s? (?:has |have )?"
+    r"changed\b", r"\bchanged (?:the|our|its|their) (?:\w+ ){0,2}(?:rules?|naming|scheme|format|conventions?|policy|"
+    r"process|layout|style)\b", r"\bvoted (?:for|to)\b",
     r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
     # German
     r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",
@@ -68,6 +73,8 @@ _NEGATED_BEFORE = _any(
     r"\bwrong about$", r"\bi said$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*(?: \w+)?$",
     r"\bvon$", r"\bya no \w+$", r"\bdejamos$", r"\bsin$", r"\bplus de$", r"\bau lieu de$", r"\bmit$",
     r"\bdas mit$", r"\bvergiss(?: das mit)?$", r"\babandonné$", r"\bfrom \w+$", r"\bunlike$",
+    # nobody uses it: "the data team took it over and nobody there writes TS"
+    r"\bnobody(?: \w+){0,2}$", r"\bno one(?: \w+){0,2}$",
     # the one a new tool is compared against: "alba … was ~10x faster than jbuilder", "nicer than moment"
     r"\b(?:\w+er|better|worse|more \w+|less \w+) than$",
 )
@@ -75,9 +82,11 @@ _NEGATED_BEFORE = _any(
 _NEGATED_AFTER = _any(
     r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
     r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
+    r"(?:now )?empty|unused|obsolete|a leftover|leftover|"
     r"being (?:closed|removed)|end of life|only for|no longer|not used|didn't work)",
     r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",
-    r"^(?:ist|wurde|sind) (?:geschichte|abgeschaltet|weg|raus)", r"^(?:c'est fini|est fini)", r"^(?:didn't|did not)",
+    r"^(?:ist|wurde|sind) (?:geschichte|abgeschaltet|weg|raus)",
+    r"^(?:haben wir|hab ich|habe ich|wurde|ist|sind) (?:\w+ )?(?:gelöscht|entfernt|rausgeworfen|abgeschafft)", r"^(?:c'est fini|est fini)", r"^(?:didn't|did not)",
     r"^(?:got|were|was) (?:cut|dropped|removed)", r"^\w+ (?:got cut|is gone|are gone)",
     # a complaint about it: "yapf kept fighting the linters", "webpack keeps breaking", "jest sucks"
     r"^(?:kept|keeps|kept on|keeps on) (?:fighting|breaking|failing|crashing|conflicting|timing out|getting in)",
