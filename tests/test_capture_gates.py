@@ -138,6 +138,9 @@ def test_a_teams_move_to_another_tool_is_written_and_keeps_the_kind_of_what_it_r
     # a thing to find out: what it checks may hold "every time", it is what is looked for
     "anyway also check if the image layer is rebuilt every time, feels like it",
     "oh and can you explain why the lint step always runs twice",
+    # a piece of the work at hand named as such
+    "keep this hotfix compatible with node 16, no optional chaining",
+    "no new dependencies in this PR, the audit takes weeks",
 ])
 def test_one_offs_reports_unmarked_questions_and_requests_are_not_rules(sentence, real_embedder):
     assert never_durable(sentence)
