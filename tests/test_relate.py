@@ -350,3 +350,20 @@ def test_a_tool_named_in_a_prohibition_of_another_rule_is_not_turned_down(ask):
     assert ask("terraform fmt -recursive before commit",
                "you do NOT run terraform apply, ever, not even in dev")[0] != "supersedes"
     assert ask("Infra code written in TypeScript (CDK).", "the lambda handler itself is python")[0] != "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    ("Search via SQL LIKE queries on the products table.", "we're going with a proper full-text index for product search instead"),
+    ("Emails sent synchronously in the request handler.", "we're moving email sending to a background queue"),
+])
+def test_a_move_said_outright_replaces_the_clearly_closest_memory(cosine, old, said):
+    """A move said outright ("we're moving … to …", "going with … instead") that shares no name with the memory it
+    changes replaces the one memory of the scope clearly closest to it."""
+    texts = [old, "Never push directly to main.", "The user prefers short answers."]
+    candidates = [Candidate(t, "project-conventions", "repo", cosine(t, said)) for t in texts]
+    assert relate(said, said, "project-conventions", "repo", candidates)[:2] == ("supersedes", 0)
+    # ... and nothing when no memory is close enough, or two are about as close
+    assert relate(said, said, "project-conventions", "repo", candidates[1:])[0] != "supersedes"
+    twins = [candidates[0], Candidate(f"{old} (see docs/adr/0007.md)", "project-conventions", "repo",
+                                      candidates[0].similarity - 0.02)]
+    assert relate(said, said, "project-conventions", "repo", twins)[0] != "supersedes"

@@ -321,6 +321,12 @@ def _measure_moved(old: str, said: str) -> bool:
     return any(not before[unit] & now[unit] for unit in before.keys() & now.keys())
 
 
+#: a move said outright: "we're switching to …", "moving to …", "going with … instead"
+_MOVES_ON = re.compile(r"\b(?:we(?:'re| are)|we'll|let'?s|i'?m|is|are) (?:now )?(?:switching|moving|migrating|going)(?: [\w.-]+){0,3}? "
+                       r"(?:to|with)\b|\binstead\s*[.!]?\s*$", re.I)
+MOVED_ON_AT, MOVED_ON_MARGIN = 0.4, 0.1
+
+
 def _same_rule_again(new_text: str, said: str, x: list[float], candidate: Candidate, scope: str) -> bool:
     """Very close, nothing changed and nothing added: no change words (not even "now"), no name or
     number swapped or negated, no flip between a positive and a negative rule, no new name or number."""
@@ -420,6 +426,17 @@ def relate(
     if swaps:
         i = max(swaps, key=lambda i: candidates[i].similarity)
         return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
+    # "we're switching to the http interface", "we're going with a flat json instead": a move said outright, with one
+    # memory of the scope clearly the closest and close enough, replaces it even when they share no name (unless the
+    # names on both sides are known tools of different kinds)
+    if _MOVES_ON.search(said or new_text):
+        near = sorted((i for i, c in enumerate(candidates) if c.scope == scope), key=lambda i: -candidates[i].similarity)
+        known = _families(_side(said or new_text).names)
+        if near and (old_kinds := _families(_side(candidates[near[0]].text).names)) and known and not known & old_kinds:
+            near = []  # tools the lexicon knows, of other kinds ("switching to loguru" where "logging: zerolog" held)
+        if near and candidates[near[0]].similarity >= MOVED_ON_AT and (
+                len(near) == 1 or candidates[near[0]].similarity - candidates[near[1]].similarity >= MOVED_ON_MARGIN):
+            return "supersedes", near[0], probs[near[0]]["supersedes"]
     # the same subject in the other scope, or a same-subject pair across scopes the model
     # would otherwise call a supersession or refinement: both stay, linked
     across = [
