@@ -297,6 +297,9 @@ def test_a_tool_no_longer_used_is_dropped_by_name(said, name):
     ("JSON responses via jbuilder views.", "alba serializers for json from now on"),
     ("Flash boards with nrfjprog.", "we flash with nrfutil now, nrfjprog is deprecated upstream"),
     ("Releases: cargo release, tag vX.Y.Z.", "we switched to release-plz last week"),
+    # task runners
+    ("Project tasks run through the Makefile (`make lint`, `make test`).", "use the justfile now, `just lint` / `just test`"),
+    ("Dev commands: `make dev`, `make test`.", "all of it is in Taskfile.yml these days, `task dev`"),
 ])
 def test_a_tool_of_the_same_kind_replaces_its_memory(ask, old, said):
     assert ask(old, said)[0] == "supersedes"
@@ -343,6 +346,10 @@ def test_a_comparison_alone_replaces_nothing(ask):
 ])
 def test_a_change_said_without_the_usual_words_replaces_the_rule(ask, old, said):
     assert ask(old, said)[0] == "supersedes"
+
+
+def test_make_sure_is_not_the_make_tool(ask):
+    assert ask("Build with `make`.", "make sure the build passes before you push")[0] != "supersedes"
 
 
 def test_a_tool_named_in_a_prohibition_of_another_rule_is_not_turned_down(ask):

@@ -103,6 +103,7 @@ dart-http | http | dio, chopper
 flash-tool | firmware | nrfjprog, nrfutil, openocd, st-flash, esptool, pyocd, probe-rs, jlink
 dev-shell | local-dev | direnv, devenv, devbox, flox
 class-names | style | clsx, classnames, tailwind-merge
+task-runner | build | make, makefile, just, justfile, task, taskfile, taskfile.yml, go-task, mage, rake, invoke, nox, tox, npm scripts
 json-libs | serialization | circe, jsoniter-scala, jsoniter=jsoniter-scala, zio-json, play-json, jackson, gson, moshi
 """
 
@@ -226,7 +227,7 @@ _AMBIGUOUS = set(
     apache vault lambda poetry black hatch bun mocha chai jasmine karma nose hypothesis sphinx jekyll zed sublime
     fish zap react remix solid ember backbone gin tilt notion windows salt saltstack caddy envoy pusher ky uv
     spm cra doppler unity jupyter lock rider storage english german spanish french italian portuguese japanese
-    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic""".split()
+    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic make just task invoke""".split()
 )
 _TOOL_VERBS = set(
     """use uses using used with via to off from onto through by over on switch switched moved migrate migrated
