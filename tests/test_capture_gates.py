@@ -201,6 +201,9 @@ def test_a_change_of_mind_after_a_remark_in_the_same_pass_replaces_the_old_rule(
     ("Format with black.", "repo", "project-conventions", "actually scrap black, we format with ruff format now", True),
     ("Store uploads on the local disk under /var/uploads.", "repo", "architectural-decisions",
      "uploads go to S3 now, the disk filled up twice", True),
+    # the way the memory opens on, turned down in reaction
+    ("Squash fixup commits before merging.", "repo", "project-conventions", "no, don't squash.", True),
+    ("Squash fixup commits before merging.", "repo", "project-conventions", "no, don't merge it yet", False),
     # a task that says "now" replaces nothing
     ("Run the tests with `make test`.", "repo", "project-conventions", "ok now run the tests", False),
     ("Use poetry for dependency management.", "repo", "project-conventions", "now add requests to the dependencies",

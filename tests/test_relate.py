@@ -374,3 +374,21 @@ def test_a_move_said_outright_replaces_the_clearly_closest_memory(cosine, old, s
     twins = [candidates[0], Candidate(f"{old} (see docs/adr/0007.md)", "project-conventions", "repo",
                                       candidates[0].similarity - 0.02)]
     assert relate(said, said, "project-conventions", "repo", twins)[0] != "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    ("Rebase feature branches on main before opening a PR.", "nah, stop rebasing."),
+    ("Vendor third-party JS into static/vendor/.", "no, don't vendor anything."),
+    ("Squash fixup commits before merging.", "no, don't squash."),
+])
+def test_the_way_a_memory_opens_on_turned_down_replaces_it(ask, old, said):
+    assert ask(old, said)[0] == "supersedes"
+
+
+@pytest.mark.parametrize("old,said", [
+    # the verb turned down for another thing: an exception, not a reversal
+    ("Run the full test suite before pushing.", "don't run the e2e suite locally, it needs the vpn"),
+    ("Squash migrations per app before merging a PR.", "don't squash the commits of this PR, i want the history"),
+])
+def test_the_verb_turned_down_for_another_thing_replaces_nothing(ask, old, said):
+    assert ask(old, said)[0] != "supersedes"

@@ -253,10 +253,16 @@ CHANGE_OF_MIND_FLOOR = 0.10
 CHANGE_OF_MIND_AT = 0.5
 
 
+#: a way of working turned down in reaction: "no, don't squash", "nah stop rebasing" (written only if it replaces the
+#: memory holding that way: `relate._verb_turned_down`)
+_NO_DONT = re.compile(r"^\W*(?:no|nope|nah|wait|actually)\W+(?:\w+\W+){0,2}?(?:don'?t|do not|stop|never)\b", re.I)
+
+
 def _may_change_mind(unit: str, durable: float) -> bool:
     from forgemem.capture.classify.learned import never_durable
 
-    return (durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(_NOT_DOING.sub(" ", unit)) or _GOES.search(unit))
+    return (durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(_NOT_DOING.sub(" ", unit)) or _GOES.search(unit)
+                                                     or _NO_DONT.match(unit))
             and not never_durable(unit))
 
 

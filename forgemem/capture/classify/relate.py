@@ -321,6 +321,32 @@ def _measure_moved(old: str, said: str) -> bool:
     return any(not before[unit] & now[unit] for unit in before.keys() & now.keys())
 
 
+#: a way of working turned down by its verb: "no, don't squash" where "squash migrations per app before merging" held
+_TURNED_DOWN_VERB = re.compile(r"\b(?:don'?t|do not|never|no more|stop|quit)\s+(?:\w+ly\s+)?([a-z]{3,})\b", re.I)
+_OPENS_ON = re.compile(r"^\W*(?:always\s+|please\s+)?([a-z]{3,})\b", re.I)
+
+
+def _verb_turned_down(old: str, said: str) -> bool:
+    """Whether the person turns down the verb a positive memory opens on ("squash migrations …" … "no, don't
+    squash"), saying nothing else it could be about: the verb's object, when said, is in the memory too."""
+    opens = _OPENS_ON.match(old)
+    if not opens or _negative(old):
+        return False
+    verb = opens.group(1).lower()
+    for m in _TURNED_DOWN_VERB.finditer(said):
+        said_verb = m.group(1).lower()
+        if said_verb not in (verb, verb + "ing", verb.rstrip("e") + "ing"):
+            continue
+        clause = re.split(r"[.,;:!?()]", said[m.end():], maxsplit=1)[0].lower()
+        if all(word in old.lower() for word in re.findall(r"[a-z0-9]{3,}", clause) if word not in _FILLER_AFTER):
+            return True
+    return False
+
+
+_FILLER_AFTER = frozenset({"anymore", "any", "more", "anything", "everything", "please", "pls", "them", "those", "these", "that", "this", "the",
+                           "again", "ever", "for", "now", "here", "with", "and"})
+
+
 #: a move said outright: "we're switching to …", "moving to …", "going with … instead"
 _MOVES_ON = re.compile(r"\b(?:we(?:'re| are)|we'll|let'?s|i'?m|is|are) (?:now )?(?:switching|moving|migrating|going)(?: [\w.-]+){0,3}? "
                        r"(?:to|with)\b|\binstead\s*[.!]?\s*$", re.I)
@@ -388,6 +414,10 @@ def relate(
     if (i := person_change(said or new_text, scope, candidates)) is not None or (
             i := style_change(said or new_text, scope, candidates)) is not None:
         return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
+    # "no, don't squash" where "squash migrations per app before merging" held: the way a memory opens on, turned down
+    turned_down = [i for i, c in enumerate(candidates) if c.scope == scope and _verb_turned_down(c.text, said or new_text)]
+    if len(turned_down) == 1:
+        return "supersedes", turned_down[0], max(probs[turned_down[0]]["supersedes"], EXCLUSIVE_SWAP)
     # one tool of a kind holds at a time: "use uv" where "use poetry" held, the old one not named again and no
     # word of addition, replaces it, however few words it takes; and one value of a named thing: "bumping to node
     # 20" where "node 18" held
