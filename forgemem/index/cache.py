@@ -41,6 +41,7 @@ import json
 import math
 import re
 import sqlite3
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,16 +145,23 @@ class StoreIndex:
             clear_way(path)  # a folder (or a link) where SQLite or the lock wants a file
         if not self.db_path.is_file() or self.db_path.stat().st_size == 0:
             self._faiss.delete_files()  # a new database: a vector index of an older one would not match
-        for attempt in range(2):
+        attempt, waits = 0, 0
+        while True:
             try:
                 return database.connect(self.db_path, self.store.memory_dir)
             except sqlite3.DatabaseError as exc:
+                if _busy(exc) and waits < BUSY_WAITS:
+                    # another process is creating the cache right now: it is not corrupt, wait and open it again
+                    # (taken for corrupt, it was deleted under the other process, and both embedded everything)
+                    time.sleep(BUSY_PAUSE * 2**waits)
+                    waits += 1
+                    continue
                 if attempt:
                     raise
+                attempt += 1
                 if "another version or folder" not in str(exc):
                     say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
                 self.destroy()
-        raise AssertionError("unreachable")
 
     def db_files(self) -> tuple[Path, Path, Path]:
         """The database and its write-ahead log and shared-memory files."""
@@ -359,3 +367,11 @@ class StoreIndex:
                 found.append(f"FAISS index holds {total} vectors for {vectors} stored vectors")
         return found
 
+
+#: how often, and from how long a pause (doubled each time), a cache another process is creating is opened again
+BUSY_WAITS, BUSY_PAUSE = 6, 0.05
+
+
+def _busy(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite's answer while another connection holds the database: not a sign of a corrupt file."""
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
