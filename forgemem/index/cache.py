@@ -145,7 +145,7 @@ class StoreIndex:
             clear_way(path)  # a folder (or a link) where SQLite or the lock wants a file
         if not self.db_path.is_file() or self.db_path.stat().st_size == 0:
             self._faiss.delete_files()  # a new database: a vector index of an older one would not match
-        attempt, waits = 0, 0
+        rebuilt, waits = False, 0
         while True:
             try:
                 return database.connect(self.db_path, self.store.memory_dir)
@@ -156,9 +156,9 @@ class StoreIndex:
                     time.sleep(BUSY_PAUSE * 2**waits)
                     waits += 1
                     continue
-                if attempt:
+                if rebuilt:
                     raise
-                attempt += 1
+                rebuilt = True
                 if "another version or folder" not in str(exc):
                     say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
                 self.destroy()

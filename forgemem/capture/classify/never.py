@@ -203,8 +203,9 @@ def never_durable(sentence: str) -> bool:
         return True
     if _REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
         return True
-    if ((_HEARSAY.search(sentence.strip()) or _COMPLAINT.search(sentence)) and not _ADOPTED.search(sentence)
-            and not (_COMPLAINT.search(sentence) and _SAYS_WHAT_TO_DO.search(sentence))):
+    complaint = _COMPLAINT.search(sentence)
+    if ((_HEARSAY.search(sentence.strip()) or complaint) and not _ADOPTED.search(sentence)
+            and not (complaint and _SAYS_WHAT_TO_DO.search(sentence))):
         return True
     if _DESCRIBES.search(sentence) and not _SAYS_TO_DO.search(sentence):
         return True

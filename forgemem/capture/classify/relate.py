@@ -326,6 +326,11 @@ _TURNED_DOWN_VERB = re.compile(r"\b(?:don'?t|do not|never|no more|stop|quit)\s+(
 _OPENS_ON = re.compile(r"^\W*(?:always\s+|please\s+)?([a-z]{3,})\b", re.I)
 
 
+#: words after the verb turned down that name nothing else it could be about ("don't squash anything")
+_FILLER_AFTER = frozenset({"anymore", "any", "more", "anything", "everything", "please", "pls", "them", "those", "these",
+                           "that", "this", "the", "again", "ever", "for", "now", "here", "with", "and"})
+
+
 def _verb_turned_down(old: str, said: str) -> bool:
     """Whether the person turns down the verb a positive memory opens on ("squash migrations …" … "no, don't
     squash"), saying nothing else it could be about: the verb's object, when said, is in the memory too."""
@@ -341,10 +346,6 @@ def _verb_turned_down(old: str, said: str) -> bool:
         if all(word in old.lower() for word in re.findall(r"[a-z0-9]{3,}", clause) if word not in _FILLER_AFTER):
             return True
     return False
-
-
-_FILLER_AFTER = frozenset({"anymore", "any", "more", "anything", "everything", "please", "pls", "them", "those", "these", "that", "this", "the",
-                           "again", "ever", "for", "now", "here", "with", "and"})
 
 
 #: a move said outright: "we're switching to …", "moving to …", "going with … instead"
