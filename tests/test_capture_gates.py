@@ -660,3 +660,19 @@ def test_someones_complaint_is_the_reason_for_a_change_not_a_rule(sentence, real
 
 def test_a_complaint_said_with_what_to_do_is_a_rule():
     assert not never_durable("support keeps complaining about the emails, so always send them from noreply@")
+
+
+def test_the_setup_fact_joined_to_a_preference_keeps_the_change_it_says():
+    """"give me fish syntax. i switched to fish, zsh is gone": joined into one fact, it still replaces the zsh memory
+    (the join kept the first sentence's "new" beside the second's target)."""
+    from forgemem.capture.classify import Proposal
+    from forgemem.capture.classify.one_pass import _one_thought
+
+    turn = Turn("g", 1, "user", "…", None, "g", 2, 2, 0, 0)
+    preference = Proposal("Give the user fish syntax.", "coding-preferences", "user", turn=turn,
+                          quote="give me fish syntax")
+    fact = Proposal("The user switched to fish; zsh is gone.", "user-facts", "user", relation="supersedes",
+                    target="mem_zsh", turn=turn, quote="i switched to fish, zsh is gone")
+    [one] = _one_thought([preference, fact], lambda a, b: 0.0)
+    assert (one.category, one.relation, one.target) == ("user-facts", "supersedes", "mem_zsh")
+    assert "fish syntax" in one.text and "zsh is gone" in one.text

@@ -268,8 +268,9 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
             # syntax whenever you hand me shell stuff" is one fact about them (each of the
             # 15 memories naming fish in the development sets is one user-facts memory)
             _join(last, proposal, "what the person's setup means for the work")
-            last.category, last.target = "user-facts", last.target or proposal.target
-            last.relation = last.relation if last.target == proposal.target or proposal.target is None else proposal.relation
+            last.category = "user-facts"
+            if last.target is None:  # the later sentence replaces a memory: the one memory does
+                last.target, last.relation = proposal.target, proposal.relation
             continue
         if (last is not None and last.turn is not None and last.turn is proposal.turn
                 and last.target == proposal.target and last.scope == proposal.scope
