@@ -153,6 +153,31 @@ def test_corrupt_or_missing_cache_is_rebuilt(store, damage):
     assert len(fresh.memories()) == 4 and fresh.vector_index().ntotal == 4
 
 
+def test_a_cache_another_process_holds_is_not_taken_for_corrupt(store, monkeypatch):
+    # Another process writes to the cache for longer than SQLite waits: this refresh says the cache is busy
+    # and leaves it alone. It used to take "database is locked" for a corrupt file and delete the cache
+    # from under the other process, which lost that process's write.
+    from forgemem.index import database
+    from forgemem.index.cache import CacheBusy
+
+    fill(store, 3)
+    StoreIndex(store).refresh(HashEmbedder())
+    write_memory(store.memory_dir, make_memory(body="A memory written while the cache is held."))
+    monkeypatch.setattr(database, "BUSY_TIMEOUT", 0.2)
+    other = sqlite3.connect(StoreIndex(store).db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO meta (key, value) VALUES ('written-by-the-other-process', '1')")
+    index = StoreIndex(store)
+    with pytest.raises(CacheBusy, match="is busy: another forgemem process held it"):
+        index.refresh(HashEmbedder())
+    other.execute("COMMIT")
+    other.close()
+    assert index.db_path.is_file()
+    assert database.get_meta(index.db, "written-by-the-other-process") == "1"
+    report = index.refresh(HashEmbedder())
+    assert (report.added, report.embedded) == (1, 1) and len(index.memories()) == 4
+
+
 def test_corrupt_faiss_file_is_rebuilt_from_stored_vectors(store):
     fill(store, 3)
     index = StoreIndex(store)

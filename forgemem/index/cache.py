@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forgemem.errors import Problem
+from forgemem.errors import ForgememError, Problem
 from forgemem.index import database, links
 from forgemem.index.database import from_record, get_meta
 from forgemem.index.refresh import RefreshReport, cached_stats, diff, update
@@ -156,6 +156,7 @@ class StoreIndex:
                     time.sleep(BUSY_PAUSE * 2**waits)
                     waits += 1
                     continue
+                _raise_if_busy(exc, self.db_path)  # still held after every pause: give up, delete nothing
                 if rebuilt:
                     raise
                 rebuilt = True
@@ -202,6 +203,7 @@ class StoreIndex:
         try:
             return update(self.db, self.store, self._lock, embedder, progress, only)
         except sqlite3.DatabaseError as exc:
+            _raise_if_busy(exc, self.db_path)
             # A corrupt or truncated cache: throw it away and build it again.
             say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
             self.destroy()
@@ -237,6 +239,7 @@ class StoreIndex:
         except sqlite3.DatabaseError as exc:
             if self.in_memory:
                 raise
+            _raise_if_busy(exc, self.db_path)
             say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
             self.destroy()
             update(self.db, self.store, self._lock, None, None, None)
@@ -368,6 +371,10 @@ class StoreIndex:
         return found
 
 
+class CacheBusy(ForgememError, sqlite3.OperationalError):
+    """Another process held the cache longer than SQLite waits: the cache is fine, this run gives up on it."""
+
+
 #: how often, and from how long a pause (doubled each time), a cache another process is creating is opened again
 BUSY_WAITS, BUSY_PAUSE = 6, 0.05
 
@@ -375,3 +382,12 @@ BUSY_WAITS, BUSY_PAUSE = 6, 0.05
 def _busy(exc: sqlite3.DatabaseError) -> bool:
     """SQLite's answer while another connection holds the database: not a sign of a corrupt file."""
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
+
+
+def _raise_if_busy(exc: sqlite3.DatabaseError, db_path: Path) -> None:
+    """A cache another process held too long is not corrupt: say so, and never delete it from under that process."""
+    if _busy(exc):
+        raise CacheBusy(
+            f"the cache {db_path} is busy: another forgemem process held it for more than "
+            f"{database.BUSY_TIMEOUT:.0f} s ({exc}); try again when it is done"
+        ) from exc

@@ -79,6 +79,10 @@ def from_record(record: str, path: Path) -> Memory:
 # ----------------------------------------------------------------- the database
 
 
+#: seconds a statement waits for another process's write to the cache before SQLite says "database is locked"
+BUSY_TIMEOUT = 30.0
+
+
 def connect(db_path: Path, memory_dir: Path) -> sqlite3.Connection:
     """Open the database file (created private, WAL) with its schema.
 
@@ -90,7 +94,7 @@ def connect(db_path: Path, memory_dir: Path) -> sqlite3.Connection:
     if not db_path.exists():  # created private; SQLite gives its -wal/-shm the same mode
         os.close(os.open(db_path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
     make_private(db_path)
-    db = sqlite3.connect(db_path, isolation_level=None, timeout=30, check_same_thread=False)
+    db = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     create(db, memory_dir)
