@@ -449,13 +449,29 @@ SETS = (
     ("v2 held-out 25", "capture_v2_heldout25.yaml", "written blind on 2026-11-27 (stop 29) like held-out 3, by a"
      " twenty-fifth writer (machine-learning engineering, the person's setup) who reported only counts, and committed with its first reading on"
      " ede1b2f before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 26", "capture_v2_heldout26.yaml", "written blind on 2026-11-27 (stop 30) like held-out 3, by a"
+     " twenty-sixth writer (PHP and Laravel at an agency, WordPress plugins) who reported only counts, and committed with its first reading on"
+     " 923863c before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 27", "capture_v2_heldout27.yaml", "written blind on 2026-11-27 (stop 30) like held-out 3, by a"
+     " twenty-seventh writer (data engineering: SQL, dbt, Airflow, warehouses) who reported only counts, and committed with its first reading on"
+     " 923863c before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 28", "capture_v2_heldout28.yaml", "written blind on 2026-11-27 (stop 30) like held-out 3, by a"
+     " twenty-eighth writer (C# and .NET enterprise work) who reported only counts, and committed with its first reading on"
+     " 923863c before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 29", "capture_v2_heldout29.yaml", "written blind on 2026-11-27 (stop 30) like held-out 3, by a"
+     " twenty-ninth writer (a solo open-source maintainer's Python and shell tools; many personal preferences) who reported only counts, and committed with its first reading on"
+     " 923863c before anything ran on it for a change; misses never printed"),
+    ("v2 held-out 30", "capture_v2_heldout30.yaml", "written blind on 2026-11-27 (stop 30) like held-out 3, by a"
+     " thirtieth writer (side projects in Deno, Bun, Zig, Haskell, Elixir; many changes of mind, not all English) who reported only counts, and committed with its first reading on"
+     " 923863c before anything ran on it for a change; misses never printed"),
 )
 #: sets whose misses are not printed: reading them would make them development data
 BLIND = {"v2 held-out 2", "v2 held-out 3", "v2 held-out 4", "v2 held-out 5", "v2 held-out 6", "v2 held-out 7",
          "v2 held-out 8", "v2 held-out 9", "v2 held-out 10", "v2 held-out 11", "v2 held-out 12", "v2 held-out 13",
          "v2 held-out 14", "v2 held-out 15", "v2 held-out 16", "v2 held-out 17", "v2 held-out 18", "v2 held-out 19",
          "v2 held-out 20", "v2 held-out 21", "v2 held-out 22", "v2 held-out 23", "v2 held-out 24",
-         "v2 held-out 25"}
+         "v2 held-out 25", "v2 held-out 26", "v2 held-out 27", "v2 held-out 28", "v2 held-out 29",
+         "v2 held-out 30"}
 
 
 def labelled(embedder, blind: bool = False) -> None:
