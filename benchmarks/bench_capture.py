@@ -383,6 +383,15 @@ SETS = (
     ("v2 dev 25", "capture_v2_dev25.yaml", "written 2026-11-27 (stop 27) by a writer who saw neither the classifier"
      " nor the other sets (PHP, Laravel, pandas; on rambling and terse turns); first measured 0.719 / 0.767, 8 of 11 changes of mind on f97e3a5 before"
      " any change, then read, never trained on (a validation set)"),
+    ("v2 dev 26", "capture_v2_dev26.yaml", "written 2026-11-27 (stop 30) by a writer who saw neither the classifier"
+     " nor the other sets (Go microservices, gRPC, Postgres; terse lowercase, many changes of mind); first measured"
+     " 0.516 / 0.533, 3 of 13 changes of mind on 923863c before any change, then read, never trained on (a validation set)"),
+    ("v2 dev 27", "capture_v2_dev27.yaml", "written 2026-11-27 (stop 30) by a writer who saw neither the classifier"
+     " nor the other sets (TypeScript monorepos; facts about the person in work turns); first measured 0.630 / 0.630,"
+     " 7 of 11 changes of mind on 923863c before any change, then read, never trained on (a validation set)"),
+    ("v2 dev 28", "capture_v2_dev28.yaml", "written 2026-11-27 (stop 30) by a writer who saw neither the classifier"
+     " nor the other sets (Rust, C++, embedded Linux; must-nots that look like rules); first measured 0.581 / 0.600,"
+     " 6 of 11 changes of mind on 923863c before any change, then read, never trained on (a validation set)"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
