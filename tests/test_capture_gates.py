@@ -247,6 +247,39 @@ def test_an_instruction_about_things_in_general_is_not_a_task(sentence, general)
     assert generalises(sentence) is general
 
 
+@pytest.mark.parametrize("sentence, choice", [
+    ("pnpm not npm", True),
+    ("ruff not black", True),  # "black" alone is a colour; beside ruff it is the formatter
+    ("tabs, not spaces please", True),
+    ("no. tabs, not spaces", True),  # the reaction before it does not change what it is
+    ("vitest instead of jest", True),
+    ("staging not prod", False),  # a place to deploy this once, not a way of working
+    ("the red one not the blue one", False),
+    ("fix the test not the code", False),
+])
+def test_a_bare_choice_of_one_thing_over_another_of_its_kind_is_a_rule(sentence, choice):
+    from forgemem.capture.classify.learned import names_a_choice
+
+    assert names_a_choice(sentence) is choice
+
+
+def test_a_terse_choice_said_against_what_the_agent_did_is_written(real_embedder):
+    # "pnpm not npm" after the agent ran npm: the heads give it 0.36, under the bar of a sentence with no standing
+    # word (0.85); as a choice of a way it clears the standing bar
+    [found] = written("pnpm not npm", real_embedder,
+                      before="Added react-day-picker with npm install. Note: npm created a web/package-lock.json.")
+    assert "pnpm" in found.text and found.scope == "repo"
+
+
+def test_a_short_turn_of_fragments_is_one_unit(real_embedder):
+    from forgemem.capture.classify.units import units
+
+    assert units("no. tabs.") == ["no. tabs."]  # the reaction and what it wants: one thing said
+    assert units("ok cool. next. go on. do it. thanks.") == ["ok cool."]  # longer: not one thought
+    [found] = written("no. tabs.", real_embedder, before="I used 4-space indentation in the migration.")
+    assert "tabs" in found.text.lower()
+
+
 def test_the_persons_setup_said_plainly_is_a_fact(real_embedder):
     [found] = written("I'm on a mac", real_embedder)
     assert (found.category, found.scope) == ("user-facts", "user")

@@ -290,6 +290,34 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"dépôt)|neste (?:repo|projeto|repositório)|in questo (?:repo|progetto)|in deze (?:repo|project))\b")
 
 
+#: a choice of one thing over another of its kind, said bare: "pnpm not npm", "no. tabs, not spaces", "vitest instead of
+#: jest". It names no particular thing to work on, so it is not a task, and it holds until said otherwise: it clears the
+#: standing bar. Both sides must be of one kind (tools of one family in `relate_names`, or two ways of one style), so
+#: "staging not prod" or "this one not that" is not a choice of a way
+_CHOICE = re.compile(r"^\W*(?:(?:no|nope|nah|ok)\W+)?(?:use\s+)?(?P<a>[\w.+#/@-]+(?: [\w.+#/@-]+)?),?\s+"
+                     r"(?:not|instead of|over|rather than|statt|nicht|no|pas|non)\s+(?P<b>[\w.+#/@-]+(?: [\w.+#/@-]+)?)"
+                     r"(?:\s+(?:please|pls|plz|thanks|again|here|ever))?\W*$", re.I)
+_OPPOSITES = ({"tabs", "spaces"}, {"tab", "spaces"}, {"single", "double"}, {"single quotes", "double quotes"},
+              {"snake_case", "camelcase"}, {"kebab-case", "camelcase"}, {"kebab-case", "snake_case"},
+              {"async/await", "callbacks"}, {"utc", "local time"}, {"named exports", "default exports"},
+              {"main", "master"})
+
+
+def names_a_choice(sentence: str) -> bool:
+    """Whether the whole sentence chooses one thing over another of its kind ("pnpm not npm", "tabs not spaces")."""
+    from forgemem.capture.classify.relate_names import _families, _names
+
+    match = _CHOICE.match(sentence.strip())
+    if not match:
+        return False
+    a, b = (re.sub(r"\s+(?:please|pls|plz|thanks|again|here|ever)$", "", match.group(side).lower().strip(".,"))
+            for side in ("a", "b"))
+    if {a, b} in _OPPOSITES:
+        return True
+    named = _names(match.group(0))  # read together: two tools of one kind vouch for each other ("ruff not black")
+    return bool(_families({n for n in named if n in a}) & _families({n for n in named if n in b}))
+
+
 #: the person's setup, said plainly: it lasts ("I'm on a mac", "I use neovim", "my shell is fish"). Said bare, the
 #: heads give it little ("i'm on windows" 0.13: sessions are full of "i'm on a train", "im on call this week"), so it
 #: clears the lowest bar: only a word that it does not last ("today", "this week": `never_durable`) stops it
@@ -346,7 +374,7 @@ _GENERAL_ELSEWHERE = _rx(
 
 def generalises(sentence: str) -> bool:
     return (any(_P[name].search(sentence) for name in GENERAL) or bool(_GENERAL_ELSEWHERE.search(sentence))
-            or bool(_STANDING_RULE.search(sentence)) or bool(_SETUP_SAID.search(sentence)))
+            or bool(_STANDING_RULE.search(sentence)) or bool(_SETUP_SAID.search(sentence)) or names_a_choice(sentence))
 
 
 def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> list[Decision]:
@@ -376,7 +404,7 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
     for i in range(len(features)):
         c = int(np.argmax(probs[i]))
         bar = heads.durable_at
-        if texts is not None and _STANDING_RULE.search(texts[i]):
+        if texts is not None and (_STANDING_RULE.search(texts[i]) or names_a_choice(texts[i])):
             bar = min(bar, STANDING_AT)
         if texts is not None and _SETUP_SAID.search(texts[i]):
             bar = min(bar, SETUP_AT)

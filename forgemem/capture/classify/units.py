@@ -35,9 +35,15 @@ def units(text: str) -> list[str]:
             if piece and re.search(r"[^\W\d_]", piece):
                 found.append(piece)
     if len(found) > 1:
-        # a fragment of one or two words ("ok.", "thanks!") is not a unit of its own
-        found = [f for f in found if len(f.split()) >= 3] or found[:1]
+        # a fragment of one or two words ("ok.", "thanks!") is not a unit of its own; a turn made only of them is
+        # one unit when it is short ("no. tabs.": the reaction and what it wants are one thing said)
+        longer = [f for f in found if len(f.split()) >= 3]
+        found = longer or ([" ".join(found)] if sum(len(f.split()) for f in found) <= SHORT_TURN_WORDS else found[:1])
     return found
+
+
+#: a turn of at most this many words, all in fragments, is read as one unit
+SHORT_TURN_WORDS = 5
 
 
 #: a rule that ends on its standing words, then the task it starts ("uv for everything from now on, convert this
