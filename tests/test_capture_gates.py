@@ -201,6 +201,11 @@ def test_a_change_of_mind_after_a_remark_in_the_same_pass_replaces_the_old_rule(
     ("Format with black.", "repo", "project-conventions", "actually scrap black, we format with ruff format now", True),
     ("Store uploads on the local disk under /var/uploads.", "repo", "architectural-decisions",
      "uploads go to S3 now, the disk filled up twice", True),
+    # tools the lexicon knows of one kind, with no word of the old memory's said
+    ("Container base image: alpine.", "repo", "architectural-decisions",
+     "distroless static for every service, alpine is done.", True),
+    ("Assertions in Go tests: testify.", "repo", "project-conventions", "we're on go-cmp for test diffs now", True),
+    ("Postgres driver: lib/pq.", "repo", "architectural-decisions", "pgx everywhere now.", True),
     # the way the memory opens on, turned down in reaction
     ("Squash fixup commits before merging.", "repo", "project-conventions", "no, don't squash.", True),
     ("Squash fixup commits before merging.", "repo", "project-conventions", "no, don't merge it yet", False),

@@ -392,3 +392,30 @@ def test_the_way_a_memory_opens_on_turned_down_replaces_it(ask, old, said):
 ])
 def test_the_verb_turned_down_for_another_thing_replaces_nothing(ask, old, said):
     assert ask(old, said)[0] != "supersedes"
+
+
+@pytest.mark.parametrize("old,said,thing", [
+    ("config via env vars (envconfig)",
+     "change of plan from todays arch sync: config moves to one yaml file per service, loaded at startup", "config"),
+    ("fw updater: plain threads, no async", "decision from standup: the updater moves onto tokio like the rest of the daemon.",
+     "updater"),
+])
+def test_a_thing_said_to_move_replaces_the_one_memory_about_it(cosine, old, said, thing):
+    # the thing that moves is named, and one memory of the scope is about it: that memory is the one replaced, even
+    # at a cosine (0.33) under what a move said outright needs (0.4)
+    texts = [old, "Never push directly to main.", "The user prefers short answers."]
+    candidates = [Candidate(t, "architectural-decisions", "repo", cosine(t, said)) for t in texts]
+    assert relate(said, said, "architectural-decisions", "repo", candidates)[:2] == ("supersedes", 0)
+    # ... not when two memories are about it (which one moved is not said), nor when the work moves
+    twice = candidates + [Candidate(f"{thing} changes need a review from ops", "project-conventions", "repo", 0.3)]
+    assert relate(said, said, "architectural-decisions", "repo", twice)[0] != "supersedes"
+    assert relate("the PR moved to review", "the PR moved to review", "project-conventions", "repo",
+                  [Candidate("PRs need 2 approvals", "project-conventions", "repo", 0.3)])[0] != "supersedes"
+
+
+@pytest.mark.parametrize("said", [
+    "a partir de ahora usamos vitest en todo el monorepo, jest se va.",
+    "ab jetzt vitest, jest fliegt raus",
+])
+def test_an_old_tool_said_to_go_in_another_language_is_replaced(ask, said):
+    assert ask("unit tests: jest + ts-jest", said)[0] == "supersedes"

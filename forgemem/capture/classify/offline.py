@@ -36,6 +36,7 @@ from forgemem.capture.classify.one_pass import (
     _quote,
     _similarity,
 )
+from forgemem.capture.classify.relate_language import _THING_MOVES
 from forgemem.capture.transcripts import Turn
 
 
@@ -262,7 +263,7 @@ def _may_change_mind(unit: str, durable: float) -> bool:
     from forgemem.capture.classify.learned import never_durable
 
     return (durable >= CHANGE_OF_MIND_FLOOR and bool(_CHANGE_WORDS.search(_NOT_DOING.sub(" ", unit)) or _GOES.search(unit)
-                                                     or _NO_DONT.match(unit))
+                                                     or _NO_DONT.match(unit) or _THING_MOVES.search(unit))
             and not never_durable(unit))
 
 

@@ -64,7 +64,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, _REFINE, CAN_GO, _negated, _negative
+from forgemem.capture.classify.relate_language import (
+    _CHANGE,
+    _CHANGE_WEAK,
+    _REFINE,
+    CAN_GO,
+    _moved_thing,
+    _negated,
+    _negative,
+)
 from forgemem.capture.classify.relate_names import _NUMBER, _content, _families, _names, _numbers, _subjects
 from forgemem.capture.classify.relate_person import person_change
 from forgemem.capture.classify.relate_style import style_change
@@ -352,8 +360,6 @@ def _verb_turned_down(old: str, said: str) -> bool:
 _MOVES_ON = re.compile(r"\b(?:we(?:'re| are)|we'll|let'?s|i'?m|is|are) (?:now )?(?:switching|moving|migrating|going)(?: [\w.-]+){0,3}? "
                        r"(?:to|with)\b|\binstead\s*[.!]?\s*$", re.I)
 MOVED_ON_AT, MOVED_ON_MARGIN = 0.4, 0.1
-
-
 def _same_rule_again(new_text: str, said: str, x: list[float], candidate: Candidate, scope: str) -> bool:
     """Very close, nothing changed and nothing added: no change words (not even "now"), no name or
     number swapped or negated, no flip between a positive and a negative rule, no new name or number."""
@@ -456,6 +462,8 @@ def relate(
             return label, i, max(probs[i][label], EXCLUSIVE_SWAP) if i in swaps else probs[i][label]
     if swaps:
         i = max(swaps, key=lambda i: candidates[i].similarity)
+        return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
+    if (i := _moved_thing(said or new_text, scope, candidates)) is not None:
         return "supersedes", i, max(probs[i]["supersedes"], EXCLUSIVE_SWAP)
     # "we're switching to the http interface", "we're going with a flat json instead": a move said outright, with one
     # memory of the scope clearly the closest and close enough, replaces it even when they share no name (unless the

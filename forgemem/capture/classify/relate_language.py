@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from forgemem.capture.classify.relate_names import _ALIAS
+from forgemem.capture.classify.relate_names import _ALIAS, _content, _names, _stem
 
 
 def _any(*patterns: str) -> re.Pattern[str]:
@@ -78,14 +78,16 @@ _NEGATED_BEFORE = _any(
     # the one a new tool is compared against: "alba … was ~10x faster than jbuilder", "nicer than moment"
     r"\b(?:\w+er|better|worse|more \w+|less \w+) than$",
 )
-#: after an old name: "poetry is gone", "yarn's out", "X was a mistake", "X ist Geschichte"
+#: after an old name: "poetry is gone", "yarn's out", "alpine is done", "X was a mistake", "X ist Geschichte"
 _NEGATED_AFTER = _any(
     r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
     r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
-    r"(?:now )?empty|unused|obsolete|a leftover|leftover|"
+    r"(?:now )?empty|unused|obsolete|a leftover|leftover|done|finished|retired|"
     r"being (?:closed|removed)|end of life|only for|no longer|not used|didn't work)",
     r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",
     r"^(?:ist|wurde|sind) (?:geschichte|abgeschaltet|weg|raus)",
+    # goes away, in the other languages: "jest se va", "o karma sai", "jest s'en va", "jest fliegt raus", "jest va via"
+    r"^(?:se va|se van|se fue|fuera|sai|saiu|s'en va|dégage|fliegt raus|muss weg|kommt weg|va via|se ne va)\b",
     r"^(?:haben wir|hab ich|habe ich|wurde|ist|sind) (?:\w+ )?(?:gelöscht|entfernt|rausgeworfen|abgeschafft)", r"^(?:c'est fini|est fini)", r"^(?:didn't|did not)",
     r"^(?:got|were|was) (?:cut|dropped|removed)", r"^\w+ (?:got cut|is gone|are gone)",
     # a complaint about it: "yapf kept fighting the linters", "webpack keeps breaking", "jest sucks"
@@ -115,3 +117,25 @@ def _negated(text: str, name: str) -> bool:
             if _NEGATED_BEFORE.search(before) or _NEGATED_AFTER.search(after):
                 return True
     return False
+
+
+#: a thing named as what moves: "config moves to one yaml file per service", "the updater moves onto tokio like the
+#: rest of the daemon", "billing migrated off App Service": the one memory of the scope about that thing is replaced
+_THING_MOVES = re.compile(r"(?:^|[:;,.]\s*|\b(?:the|our|all|so)\s+)(?P<thing>[a-z][\w-]{2,}) (?:now )?(?:moves|moved|is moving|"
+                          r"are moving|migrates|migrated|is migrating|switches|switched|is switching) (?:over |back |fully )?"
+                          r"(?:to|onto|into|off)\b", re.I)
+#: things that move without a rule changing: the work itself ("the PR moved to review", "the release moved to friday")
+_WORK_ITEMS = frozenset("pr prs ticket tickets issue issues meeting task tasks story card release deadline standup demo "
+                        "it this that everything everyone nothing".split())
+
+
+def _moved_thing(said: str, scope: str, candidates: list) -> int | None:
+    """The one same-scope candidate holding the word for the thing said to move, if exactly one holds it."""
+    for match in _THING_MOVES.finditer(said):
+        thing = match.group("thing").lower()
+        if thing in _WORK_ITEMS:
+            continue
+        holders = [i for i, c in enumerate(candidates) if c.scope == scope and _stem(thing) in _content(c.text, _names(c.text))]
+        if len(holders) == 1:
+            return holders[0]
+    return None

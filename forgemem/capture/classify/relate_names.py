@@ -17,14 +17,14 @@ gradle-dsl | build | kotlin dsl, groovy
 python-tests | tests | pytest, unittest, nose, nose2, testcase, unittest.testcase
 js-tests | tests | jest, vitest, mocha, jasmine, ava, karma, tap
 e2e-tests | tests | cypress, playwright, selenium, puppeteer, webdriverio, testcafe, selenium grid
-other-tests | tests | rspec, minitest, junit, testng, xctest, catch2, googletest, gtest
+other-tests | tests | rspec, minitest, junit, testng, xctest, catch2, googletest, gtest, doctest, swift testing, boost.test
 python-formatter | format | black, ruff, ruff format, yapf, autopep8
 python-linter | format | ruff, ruff check, flake8, pylint, pyflakes, pycodestyle, isort
 python-types | format | mypy, pyright, pyre, pytype
 js-formatter | format | prettier, biome, dprint
 js-linter | format | eslint, biome, standard, tslint, rome, oxlint
 other-format | format | rubocop, gofmt, goimports, golangci-lint, rustfmt, clang-format, ktlint, detekt, swiftlint, swiftformat, stylelint
-ci | ci | jenkins, jenkinsfile, travis, travis ci, circleci, github actions, gitlab ci, .gitlab-ci.yml, buildkite, drone, teamcity, azure pipelines, bitbucket pipelines, woodpecker
+ci | ci | jenkins, jenkinsfile, travis, travis ci, circleci, github actions, gitlab ci, .gitlab-ci.yml, buildkite, drone, teamcity, azure pipelines, bitbucket pipelines, woodpecker, fastlane, bitrise, codemagic, eas build, app center
 git-hooks | hooks | pre-commit, husky, lefthook, overcommit
 hosting | deploy | heroku, netlify, vercel, render, fly.io, fly, azure app service, app service, azure container apps, container apps, cloudflare pages, cloudflare workers, github pages, app engine, elastic beanstalk, digitalocean, hetzner, kamal, capistrano, railway, firebase hosting, read the docs, aws ecs, ecs, eks, gke, aks, nomad, kubernetes, k8s=kubernetes, lambda, cloud run
 object-storage | storage | s3, r2, gcs, azure blob, minio, local disk
@@ -37,7 +37,7 @@ ruby-jobs | jobs | sidekiq, resque, solid_queue, good_job, delayed_job
 other-jobs | jobs | bullmq, oban, hangfire, asynq, temporal
 bundler | bundle | webpack, vite, parcel, rollup, esbuild, turbopack, create react app, cra=create react app, gulp, grunt, snowpack, rspack, browserify
 web-framework | frontend | react, angular, vue, svelte, solid, ember, next.js, nuxt, remix, astro, htmx, jquery, backbone
-backend-framework | backend | django, flask, fastapi, rails, express, nestjs, spring, spring boot, laravel, phoenix, gin, echo, actix, axum
+backend-framework | backend | django, flask, fastapi, rails, express, nestjs, spring, spring boot, laravel, phoenix, gin, echo, actix, axum, chi, fiber, gorilla/mux, httprouter, symfony, cakephp, codeigniter, hono, koa, fastify, hapi, sinatra, hanami, micronaut, quarkus, http4s, tapir, akka http, pekko http, play framework, asp.net core, minimal apis
 state | state | redux, redux toolkit, zustand, mobx, recoil, jotai, react query, tanstack query, pinia, vuex, xstate
 styling | style | sass, scss, less, tailwind, styled-components, emotion, css modules, bootstrap, bulma, vanilla-extract, stylus
 go-logging | logging | logrus, zap, zerolog, slog=log/slog, log/slog, glog
@@ -66,11 +66,11 @@ python-dates | dates | arrow, pendulum
 python-orm | orm | sqlalchemy, peewee, sqlmodel, django orm, tortoise
 js-orm | orm | prisma, typeorm, sequelize, knex, kysely, drizzle, mikro-orm
 go-orm | orm | gorm, sqlc
-other-orm | orm | diesel, activerecord, hibernate, room, ecto, entity framework, dapper
-migrations | migrations | alembic, flyway, liquibase, goose, atlas, autogenerate
+other-orm | orm | diesel, activerecord, hibernate, room, ecto, entity framework, dapper, sqlx, sea-orm, ef core=entity framework, efcore=entity framework, nhibernate
+migrations | migrations | alembic, flyway, liquibase, goose, atlas, autogenerate, golang-migrate, dbmate, sqitch
 api-style | api | rest, graphql, grpc, soap, trpc, json-rpc, websockets
 api-spec | api | openapi, swagger, raml
-auth | auth | jwt, jwts=jwt, oauth, saml, session tokens, sessions, cookies, keycloak, auth0, cognito
+auth | auth | jwt, jwts=jwt, oauth, saml, session tokens, sessions, cookies, keycloak, auth0, cognito, clerk, okta, nextauth, auth.js, lucia, supabase auth, firebase auth, devise
 android-ui | ui | jetpack compose, compose, xml layouts, viewbinding, databinding
 apple-ui | ui | swiftui, uikit, appkit
 cross-platform | ui | flutter, react native, xamarin, ionic, capacitor, electron, tauri, qt
@@ -88,7 +88,7 @@ precision | training | bf16, fp16, fp32, fp8
 release | release | release-please, semantic-release, changesets, goreleaser, release-plz, cargo-release, cargo release, standard-version
 notebooks | notebooks | nbstripout, jupytext
 language | language | english, german, spanish, french, italian, portuguese, japanese, british english, american english
-runtime | runtime | node, python, java, ruby, php, go, rust, dotnet, kotlin, swift, typescript, javascript, c#, c++, gdscript
+runtime | runtime | node, python, java, ruby, php, go, rust, dotnet, kotlin, swift, typescript, javascript, c#, c++, gdscript, deno
 version-file | runtime | .nvmrc, .python-version, .terraform-version, .tool-versions
 rust-errors | errors | anyhow, thiserror, color-eyre, eyre, snafu, miette, failure
 dependency-injection | di | hilt, dagger, koin, kodein, guice, spring di, dig, wire, inversify, tsyringe
@@ -105,6 +105,42 @@ dev-shell | local-dev | direnv, devenv, devbox, flox
 class-names | style | clsx, classnames, tailwind-merge
 task-runner | build | make, makefile, just, justfile, task, taskfile, taskfile.yml, go-task, mage, rake, invoke, nox, tox, npm scripts
 json-libs | serialization | circe, jsoniter-scala, jsoniter=jsoniter-scala, zio-json, play-json, jackson, gson, moshi
+go-assert | tests | testify, go-cmp, gomega, ginkgo, quicktest
+js-test-utils | tests | testing-library, react testing library, enzyme
+js-mocking | mocking | msw, nock, sinon, miragejs
+python-mocking | mocking | respx, vcrpy, pytest-mock, unittest.mock
+dotnet-tests | tests | xunit, nunit, mstest
+php-tests | tests | phpunit, pest, codeception, phpspec
+go-pg-driver | database | lib/pq, pgx, pgxpool=pgx, go-pg
+base-image | image | alpine, distroless, debian-slim, chainguard, wolfi, scratch, busybox
+go-config | config | viper, envconfig, koanf, cleanenv
+python-config | config | dynaconf, pydantic-settings, python-decouple, environs, python-dotenv
+js-forms | forms | react-hook-form, formik, final-form, tanstack form
+dotnet-logging | logging | serilog, nlog, log4net
+dotnet-validation | validation | fluentvalidation, dataannotations, data annotations=dataannotations
+object-mapping | mapping | automapper, mapster, mapstruct, modelmapper
+php-analysis | format | phpstan, psalm, phan, larastan
+php-format | format | php-cs-fixer, pint, phpcs
+orchestration | orchestration | airflow, dagster, prefect, luigi, argo workflows, kestra
+data-transform | data | dbt, sqlmesh, dataform
+js-charts | charts | recharts, chart.js, d3, echarts, visx, nivo, highcharts
+python-plotting | charts | matplotlib, seaborn, plotly, altair, bokeh, plotnine
+ml-framework | ml | pytorch, torch=pytorch, tensorflow, jax, keras, flax
+training-loop | ml | pytorch lightning, lightning, accelerate, deepspeed
+cpp-build | build | cmake, meson, autotools, premake, scons, xmake
+cpp-deps | deps | conan, vcpkg
+apple-http | http | alamofire, urlsession
+flutter-state | state | riverpod, provider, bloc, getx
+payments | payments | stripe, paddle, braintree, adyen, lemon squeezy
+email | email | sendgrid, mailgun, postmark, amazon ses, ses, resend, mailjet
+analytics | analytics | segment, mixpanel, amplitude, posthog, google analytics, plausible
+i18n | i18n | i18next, react-intl, formatjs, lingui, vue-i18n, gettext
+monorepo | build | nx, turborepo, turbo=turborepo, lerna, rush, pants, moon
+python-build | build | setuptools, hatchling, flit, poetry-core, maturin, scikit-build
+python-server | server | gunicorn, uvicorn, hypercorn, daphne, waitress
+image-build | build | kaniko, buildah, buildkit, jib, ko
+graphql-client | api | apollo, apollo client, urql, relay
+rust-async | runtime | tokio, async-std, smol
 """
 
 #: subject words: what a rule is about when it names no tool (lemma -> subject)
@@ -227,7 +263,10 @@ _AMBIGUOUS = set(
     apache vault lambda poetry black hatch bun mocha chai jasmine karma nose hypothesis sphinx jekyll zed sublime
     fish zap react remix solid ember backbone gin tilt notion windows salt saltstack caddy envoy pusher ky uv
     spm cra doppler unity jupyter lock rider storage english german spanish french italian portuguese japanese
-    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic make just task invoke""".split()
+    unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic make just task invoke
+    chi fiber pest scratch provider bloc segment amplitude plausible lightning accelerate rush turbo moon pants apollo
+    relay resend passport clerk lucia prefect luigi torch flax pint psalm ko jib flit smol paddle hono d3 altair
+    tapir nock""".split()
 )
 _TOOL_VERBS = set(
     """use uses using used with via to off from onto through by over on switch switched moved migrate migrated
