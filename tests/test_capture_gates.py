@@ -285,6 +285,19 @@ def test_a_short_turn_of_fragments_is_one_unit(real_embedder):
     assert "tabs" in found.text.lower()
 
 
+def test_a_fragment_of_names_goes_with_the_sentence_after_it():
+    from forgemem.capture.classify.units import units
+
+    # "no. pgx, pgxpool. lib/pq is gone …": what replaces lib/pq is said in two words, and kept with the sentence
+    assert units("no. pgx, pgxpool. lib/pq is gone from every service since the spring") == [
+        "pgx, pgxpool. lib/pq is gone from every service since the spring"]
+    # a short task is not carried ("delete suppliers.css."), nor a pasted value
+    assert units("we use MudBlazor for all UI — delete suppliers.css.\nand explain the razor parts, im a backend dev") == [
+        "we use MudBlazor for all UI", "and explain the razor parts, im a backend dev"]
+    assert units("AccountName=dev01;AccountKey=abc;EndpointSuffix=core.windows.net\nwhy does this 403") == [
+        "why does this 403"]
+
+
 def test_the_persons_setup_said_plainly_is_a_fact(real_embedder):
     [found] = written("I'm on a mac", real_embedder)
     assert (found.category, found.scope) == ("user-facts", "user")

@@ -419,3 +419,16 @@ def test_a_thing_said_to_move_replaces_the_one_memory_about_it(cosine, old, said
 ])
 def test_an_old_tool_said_to_go_in_another_language_is_replaced(ask, said):
     assert ask("unit tests: jest + ts-jest", said)[0] == "supersedes"
+
+
+def test_work_moved_onto_what_a_memory_holds_applies_it(ask):
+    # "migrate LoginForm … to react-hook-form" follows "forms: react-hook-form + zod"; it does not replace it
+    said = "migrate LoginForm in apps/web to react-hook-form, its the last one still on useState"
+    assert ask("forms: react-hook-form + zod", said)[0] not in ("supersedes", "refines")
+    # ... while moving onto another tool of the kind does
+    assert ask("forms: react-hook-form + zod", "we're moving all forms to formik, react-hook-form is out")[0] == "supersedes"
+    # ... and moving back to what the memory says was left is not following it
+    from forgemem.capture.classify.relate_language import _follows
+
+    assert not _follows("move state back to the s3 backend (bucket acme-tfstate) for all envs",
+                        "tf state: terraform cloud workspaces (moved off s3 in sept)")

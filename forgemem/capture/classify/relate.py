@@ -60,7 +60,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -69,6 +69,7 @@ from forgemem.capture.classify.relate_language import (
     _CHANGE_WEAK,
     _REFINE,
     CAN_GO,
+    _follows,
     _moved_thing,
     _negated,
     _negative,
@@ -394,6 +395,8 @@ def relate(
     if not candidates:
         return "new", None, 0.0
     xs = [features(new_text, said, category, scope, c) for c in candidates]
+    # work moved onto what a memory holds applies that memory: no statement of any scope replaces or refines it
+    candidates = [replace(c, scope="") if _follows(said or new_text, c.text) else c for c in candidates]
     probs = [probabilities(x, weights) for x in xs]
     nearest = max(range(len(candidates)), key=lambda i: candidates[i].similarity)
 

@@ -139,3 +139,17 @@ def _moved_thing(said: str, scope: str, candidates: list) -> int | None:
         if len(holders) == 1:
             return holders[0]
     return None
+
+
+#: work moved onto a tool: "migrate LoginForm in apps/web to react-hook-form", "port the cli to click"
+_WORK_ONTO = re.compile(r"\b(?:migrate|migrating|move|moving|port|porting|convert|converting|switch|switching|rewrite|"
+                        r"rewriting)\b(?: [\w./<>-]+){1,6}? (?:to|onto|into)\s+(?:the |a |an )?([\w.+#-]+(?: [\w.+#-]+)?)",
+                        re.I)
+
+
+def _follows(said: str, old_text: str) -> bool:
+    """Whether what was said moves work onto the tools the old memory already holds: that applies the rule (the
+    memory "forms: react-hook-form + zod" stays), it does not change it."""
+    onto = {name for m in _WORK_ONTO.finditer(said) for name in _names(m.group(1))}
+    held = {name for name in _names(old_text) if not _negated(old_text, name)}  # not "(moved off s3 in sept)"
+    return bool(onto) and onto <= held and not any(_negated(said, n) for n in held)

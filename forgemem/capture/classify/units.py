@@ -37,9 +37,30 @@ def units(text: str) -> list[str]:
     if len(found) > 1:
         # a fragment of one or two words ("ok.", "thanks!") is not a unit of its own; a turn made only of them is
         # one unit when it is short ("no. tabs.": the reaction and what it wants are one thing said)
-        longer = [f for f in found if len(f.split()) >= 3]
+        longer = _names_carried(found)
         found = longer or ([" ".join(found)] if sum(len(f.split()) for f in found) <= SHORT_TURN_WORDS else found[:1])
     return found
+
+
+_SAID_NAMES = re.compile(r"[\w.+#/@`' ,-]{1,40}[.!]?")
+
+
+def _names_carried(pieces: list[str]) -> list[str]:
+    """The pieces of three words or more; a shorter one made only of names of tools goes with the sentence after it
+    (or before it, at the end): "no. pgx, pgxpool. lib/pq is gone from every service" says what replaces lib/pq."""
+    from forgemem.capture.classify.relate_names import _names
+
+    kept: list[str] = []
+    carried = ""
+    for piece in pieces:
+        if len(piece.split()) >= 3:
+            kept.append(f"{carried} {piece}".strip())
+            carried = ""
+        elif _SAID_NAMES.fullmatch(piece) and all(_names(word) for word in re.findall(r"[\w.+#/@-]*\w", piece)):
+            carried = f"{carried} {piece}".strip()  # names alone ("pgx, pgxpool."), not a task ("delete x.css.")
+    if carried and kept:
+        kept[-1] = f"{kept[-1]} {carried}"
+    return kept
 
 
 #: a turn of at most this many words, all in fragments, is read as one unit
