@@ -151,5 +151,7 @@ def _follows(said: str, old_text: str) -> bool:
     """Whether what was said moves work onto the tools the old memory already holds: that applies the rule (the
     memory "forms: react-hook-form + zod" stays), it does not change it."""
     onto = {name for m in _WORK_ONTO.finditer(said) for name in _names(m.group(1))}
+    if not onto:  # the usual case: read nothing of the old memory
+        return False
     held = {name for name in _names(old_text) if not _negated(old_text, name)}  # not "(moved off s3 in sept)"
-    return bool(onto) and onto <= held and not any(_negated(said, n) for n in held)
+    return onto <= held and not any(_negated(said, n) for n in held)
