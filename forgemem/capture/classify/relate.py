@@ -361,6 +361,8 @@ def _verb_turned_down(old: str, said: str) -> bool:
 _MOVES_ON = re.compile(r"\b(?:we(?:'re| are)|we'll|let'?s|i'?m|is|are) (?:now )?(?:switching|moving|migrating|going)(?: [\w.-]+){0,3}? "
                        r"(?:to|with)\b|\binstead\s*[.!]?\s*$", re.I)
 MOVED_ON_AT, MOVED_ON_MARGIN = 0.4, 0.1
+
+
 def _same_rule_again(new_text: str, said: str, x: list[float], candidate: Candidate, scope: str) -> bool:
     """Very close, nothing changed and nothing added: no change words (not even "now"), no name or
     number swapped or negated, no flip between a positive and a negative rule, no new name or number."""
