@@ -24,6 +24,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from forgemem.index.database import busy
 from forgemem.store.model import PROPOSED
 
 if TYPE_CHECKING:
@@ -96,11 +97,6 @@ _ADDED = (
 
 class StateBusy(Exception):
     """Another observer held the state's write lock for longer than this one's patience."""
-
-
-def _busy(exc: sqlite3.Error) -> bool:
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc) or "busy" in str(exc)
 
 
 def state_path(workspace: Workspace) -> Path:
@@ -194,7 +190,7 @@ class ObserverState:
             try:
                 return attempt()
             except sqlite3.OperationalError as exc:
-                if not _busy(exc):
+                if not busy(exc):
                     raise
                 left = waited_until - time.monotonic()
                 if left <= 0:

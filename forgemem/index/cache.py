@@ -150,19 +150,16 @@ class StoreIndex:
             try:
                 return database.connect(self.db_path, self.store.memory_dir)
             except sqlite3.DatabaseError as exc:
-                if _busy(exc) and waits < BUSY_WAITS:
+                if database.busy(exc) and waits < BUSY_WAITS:
                     # another process is creating the cache right now: it is not corrupt, wait and open it again
                     # (taken for corrupt, it was deleted under the other process, and both embedded everything)
                     time.sleep(BUSY_PAUSE * 2**waits)
                     waits += 1
                     continue
-                _raise_if_busy(exc, self.db_path)  # still held after every pause: give up, delete nothing
-                if rebuilt:
-                    raise
+                if rebuilt and not database.busy(exc):
+                    raise  # rebuilt once already and still not readable
                 rebuilt = True
-                if "another version or folder" not in str(exc):
-                    say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
-                self.destroy()
+                self._discard(exc)  # held after every pause: CacheBusy, nothing deleted; else rebuilt and opened again
 
     def db_files(self) -> tuple[Path, Path, Path]:
         """The database and its write-ahead log and shared-memory files."""
@@ -170,6 +167,18 @@ class StoreIndex:
 
     def generation(self) -> int:
         return int(get_meta(self.db, "generation") or 0)
+
+    def _discard(self, exc: sqlite3.DatabaseError) -> None:
+        """Throw away a cache that could not be read, said once (it is rebuilt on the next use); one another
+        process holds is not damaged: `CacheBusy`, and nothing is deleted from under that process."""
+        if database.busy(exc):
+            raise CacheBusy(
+                f"the cache {self.db_path} is busy: another forgemem process held it for more than "
+                f"{database.BUSY_TIMEOUT:.0f} s ({exc}); try again when it is done"
+            ) from exc
+        if "another version or folder" not in str(exc):
+            say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
+        self.destroy()
 
     def destroy(self) -> None:
         """Delete the cache files of this store (they are rebuilt on the next refresh)."""
@@ -203,10 +212,7 @@ class StoreIndex:
         try:
             return update(self.db, self.store, self._lock, embedder, progress, only)
         except sqlite3.DatabaseError as exc:
-            _raise_if_busy(exc, self.db_path)
-            # A corrupt or truncated cache: throw it away and build it again.
-            say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
-            self.destroy()
+            self._discard(exc)  # a corrupt or truncated cache: thrown away and built again
             report = update(self.db, self.store, self._lock, embedder, progress, None)
             report.rebuilt_reason = "the cache was corrupt"
             return report
@@ -239,9 +245,7 @@ class StoreIndex:
         except sqlite3.DatabaseError as exc:
             if self.in_memory:
                 raise
-            _raise_if_busy(exc, self.db_path)
-            say(f"the cache {self.db_path} could not be read ({exc}); rebuilding it")
-            self.destroy()
+            self._discard(exc)
             update(self.db, self.store, self._lock, None, None, None)
             return read()
 
@@ -377,17 +381,3 @@ class CacheBusy(ForgememError, sqlite3.OperationalError):
 
 #: how often, and from how long a pause (doubled each time), a cache another process is creating is opened again
 BUSY_WAITS, BUSY_PAUSE = 6, 0.05
-
-
-def _busy(exc: sqlite3.DatabaseError) -> bool:
-    """SQLite's answer while another connection holds the database: not a sign of a corrupt file."""
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
-
-
-def _raise_if_busy(exc: sqlite3.DatabaseError, db_path: Path) -> None:
-    """A cache another process held too long is not corrupt: say so, and never delete it from under that process."""
-    if _busy(exc):
-        raise CacheBusy(
-            f"the cache {db_path} is busy: another forgemem process held it for more than "
-            f"{database.BUSY_TIMEOUT:.0f} s ({exc}); try again when it is done"
-        ) from exc

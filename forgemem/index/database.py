@@ -83,6 +83,12 @@ def from_record(record: str, path: Path) -> Memory:
 BUSY_TIMEOUT = 30.0
 
 
+def busy(exc: sqlite3.Error) -> bool:
+    """SQLite's answer while another connection holds the database ("database is locked"): not a damaged file."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc) or "busy" in str(exc)
+
+
 def connect(db_path: Path, memory_dir: Path) -> sqlite3.Connection:
     """Open the database file (created private, WAL) with its schema.
 
