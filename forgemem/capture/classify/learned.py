@@ -295,7 +295,7 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
 #: standing bar. Both sides must be of one kind (tools of one family in `relate_names`, or two ways of one style), so
 #: "staging not prod" or "this one not that" is not a choice of a way
 _CHOICE = re.compile(r"^\W*(?:(?:no|nope|nah|ok)\W+)?(?:use\s+)?(?P<a>[\w.+#/@-]+(?: [\w.+#/@-]+)?),?\s+"
-                     r"(?:not|instead of|over|rather than|statt|nicht|no|pas|non)\s+(?P<b>[\w.+#/@-]+(?: [\w.+#/@-]+)?)"
+                     r"(?:not|instead of|over|rather than|statt|nicht|no|pas|non)\s+(?P<b>[\w.+#/@-]+(?: [\w.+#/@-]+)??)"
                      r"(?:\s+(?:please|pls|plz|thanks|again|here|ever))?\W*$", re.I)
 _OPPOSITES = ({"tabs", "spaces"}, {"tab", "spaces"}, {"single", "double"}, {"single quotes", "double quotes"},
               {"snake_case", "camelcase"}, {"kebab-case", "camelcase"}, {"kebab-case", "snake_case"},
@@ -310,8 +310,7 @@ def names_a_choice(sentence: str) -> bool:
     match = _CHOICE.match(sentence.strip())
     if not match:
         return False
-    a, b = (re.sub(r"\s+(?:please|pls|plz|thanks|again|here|ever)$", "", match.group(side).lower().strip(".,"))
-            for side in ("a", "b"))
+    a, b = (match.group(side).lower().strip(".,") for side in ("a", "b"))
     if {a, b} in _OPPOSITES:
         return True
     named = _names(match.group(0))  # read together: two tools of one kind vouch for each other ("ruff not black")

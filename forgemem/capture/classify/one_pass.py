@@ -198,8 +198,9 @@ def _what_comes_instead(earlier: Proposal, later: Proposal) -> bool:
 def _swaps(later: Proposal, earlier) -> bool:
     """Whether the later statement takes something of the earlier back: a name, a kind of tool or a number
     swapped, or its words said to go ("use X instead of W" … "actually Y")."""
-    from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, _side, features
+    from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, features
     from forgemem.capture.classify.relate_language import _negated
+    from forgemem.capture.classify.relate_names import _side
 
     x = features(later.text, later.quote, later.category, later.scope, earlier)
     if x[_NUMBER_CHANGE] or x[_NEGATED]:

@@ -74,7 +74,7 @@ from forgemem.capture.classify.relate_language import (
     _negated,
     _negative,
 )
-from forgemem.capture.classify.relate_names import _NUMBER, _content, _families, _names, _numbers, _subjects
+from forgemem.capture.classify.relate_names import _NUMBER, _content, _families, _names, _side
 from forgemem.capture.classify.relate_person import person_change
 from forgemem.capture.classify.relate_style import style_change
 
@@ -121,24 +121,6 @@ FEATURES = (
     "swap_x_subject",
     "other_scope_x_subject",
 )
-
-
-@dataclass(frozen=True)
-class _Side:
-    text: str
-    names: frozenset[str]
-    numbers: frozenset[str]
-    subjects: frozenset[str]
-    content: frozenset[str]
-
-
-@lru_cache(maxsize=2048)
-def _side(text: str) -> _Side:
-    names = _names(text)
-    return _Side(
-        text, frozenset(names), frozenset(_numbers(text)), frozenset(_subjects(text, names)),
-        frozenset(_content(text, names)),
-    )
 
 
 def features(new_text: str, said: str, category: str, scope: str, candidate: Candidate) -> list[float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from forgemem.capture.classify.relate_names import _ALIAS, _content, _names, _stem
+from forgemem.capture.classify.relate_names import _ALIAS, _names, _side, _stem
 
 
 def _any(*patterns: str) -> re.Pattern[str]:
@@ -135,7 +135,7 @@ def _moved_thing(said: str, scope: str, candidates: list) -> int | None:
         thing = match.group("thing").lower()
         if thing in _WORK_ITEMS:
             continue
-        holders = [i for i, c in enumerate(candidates) if c.scope == scope and _stem(thing) in _content(c.text, _names(c.text))]
+        holders = [i for i, c in enumerate(candidates) if c.scope == scope and _stem(thing) in _side(c.text).content]
         if len(holders) == 1:
             return holders[0]
     return None
@@ -153,5 +153,5 @@ def _follows(said: str, old_text: str) -> bool:
     onto = {name for m in _WORK_ONTO.finditer(said) for name in _names(m.group(1))}
     if not onto:  # the usual case: read nothing of the old memory
         return False
-    held = {name for name in _names(old_text) if not _negated(old_text, name)}  # not "(moved off s3 in sept)"
+    held = {name for name in _side(old_text).names if not _negated(old_text, name)}  # not "(moved off s3 in sept)"
     return onto <= held and not any(_negated(said, n) for n in held)

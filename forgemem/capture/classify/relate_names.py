@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 # --------------------------------------------------------------------------- lexicon
 
@@ -381,3 +383,21 @@ def _content(text: str, names: set[str]) -> set[str]:
         for w in _words(masked)
         if len(w) > 2 and w not in _STOP and w not in names and w not in _NUMBER_WORDS
     }
+
+
+@dataclass(frozen=True)
+class _Side:
+    text: str
+    names: frozenset[str]
+    numbers: frozenset[str]
+    subjects: frozenset[str]
+    content: frozenset[str]
+
+
+@lru_cache(maxsize=2048)
+def _side(text: str) -> _Side:
+    names = _names(text)
+    return _Side(
+        text, frozenset(names), frozenset(_numbers(text)), frozenset(_subjects(text, names)),
+        frozenset(_content(text, names)),
+    )
