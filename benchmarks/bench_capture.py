@@ -392,6 +392,15 @@ SETS = (
     ("v2 dev 28", "capture_v2_dev28.yaml", "written 2026-11-27 (stop 30) by a writer who saw neither the classifier"
      " nor the other sets (Rust, C++, embedded Linux; must-nots that look like rules); first measured 0.581 / 0.600,"
      " 6 of 11 changes of mind on 923863c before any change, then read, never trained on (a validation set)"),
+    ("v2 dev 29", "capture_v2_dev29.yaml", "written 2026-11-27 (stop 31) by a writer who saw neither the classifier"
+     " nor the other sets (Vue/Nuxt and SvelteKit teams; how the person wants answers, and changes of that); first"
+     " measured 0.639 / 0.793, 7 of 11 changes of mind on 03f1268 before any change, then read, never trained on"),
+    ("v2 dev 30", "capture_v2_dev30.yaml", "written 2026-11-27 (stop 31) by a writer who saw neither the classifier"
+     " nor the other sets (data science: notebooks, pandas/polars, R, dbt, Airflow; one-offs, facts about the person);"
+     " first measured 0.571 / 0.769, 7 of 10 changes of mind on 03f1268 before any change, then read, never trained on"),
+    ("v2 dev 31", "capture_v2_dev31.yaml", "written 2026-11-27 (stop 31) by a writer who saw neither the classifier"
+     " nor the other sets (infrastructure: Terraform/OpenTofu, Kubernetes, Ansible; incidents, implicit changes);"
+     " first measured 0.636 / 0.700, 6 of 11 changes of mind on 03f1268 before any change, then read, never trained on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
