@@ -58,6 +58,10 @@ _SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|
                            r"(?:that'?s|thats|this is|it'?s) (?:a )?general\b|appl(?:ies|y) to (?:every|all|any)\b|"
                            r"(?:org|company|team|security|compliance) (?:policy|rule|requirement)\b|"
                            r"(?:keep|bear) (?:that|this) in mind\b|"
+                           # "same in every repo, i like to know what's coming", "thats a personal thing, i want it
+                           # like that in every repo i touch"
+                           r"same (?:in|for|goes for|across) (?:every|all|any)\b|"
+                           r"(?:that'?s|thats|this is|it'?s) (?:a |my )?(?:personal|my own) (?:thing|preference|rule|taste)\b|"
                            # "that's the api standard from now on", "thats the formatter for ledgerd", "that's the
                            # decision"; "everywhere, not only in this component"
                            r"(?:that'?s|thats|this is|that is) (?:the|our) (?:[\w-]+ ){0,2}(?:standard|convention|rule|"

@@ -46,6 +46,8 @@ _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? 
                   # a guess at what the agent did: "you must have used --no-verify or something"
                   r"^\W*(?:\w+\W+){0,2}?you (?:must|might|may) have\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
+                # "ok it's fine this time, but next time: … ask me first"
+                r"\b(?:but|and) (?:next time|in (?:the )?future)\b",
                 # "we always …", but not asked: "do we always need a changeset entry …?"
                 r"(?<!\bdo )(?<!\bdoes )(?<!\bshould )(?<!\bmust )(?<!\bcan )(?<!\bwill )\bwe (?:always|never)\b")
 
@@ -194,6 +196,12 @@ _SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)?
                            r"any ?time|on every|for (?:all|every|any) )\b")
 
 
+#: what a thing asked for does, said of it: "add a test that checks every SnowflakeSource table exists" (its "every" says
+#: what the test covers, not when the work recurs)
+_WHAT_IT_CHECKS = re.compile(r"\b(?:tests?|checks?|lints?|scripts?|assertions?|validations?|guards?)\s+(?:that|which|to)\s+"
+                             r"(?:checks?|verif(?:y|ies)|asserts?|makes? sure|ensures?|fails?|validates?)\b.*$", re.I)
+
+
 def never_durable(sentence: str) -> bool:
     """A question (nothing decided yet), a clarification of the request at hand ("no, I mean …"), an
     instruction tied to the work at hand, or a request for a thing to be made, unless it also states a
@@ -219,7 +227,7 @@ def never_durable(sentence: str) -> bool:
         return True
     if _ASKS_FOR_OUTPUT.search(sentence.strip()) and not (_STANDING.search(sentence) or _EVERY_TIME.search(sentence)):
         return True
-    if _TASK_AT_HAND.search(sentence.strip()) and not _SAYS_WHEN_IT_RECURS.search(sentence):
+    if _TASK_AT_HAND.search(sentence.strip()) and not _SAYS_WHEN_IT_RECURS.search(_WHAT_IT_CHECKS.sub("", sentence)):
         return True
     if _AT_HAND.search(sentence.strip()) and not _STANDING.search(sentence):
         return True

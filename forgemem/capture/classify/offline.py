@@ -72,7 +72,14 @@ class OfflineClassifier:
         from forgemem.capture.classify.learned import STANDING_AT, decide, feature_matrix, never_durable
         from forgemem.capture.classify.one_pass import _kept_by_the_pass
         from forgemem.capture.classify.relate_person import _answer_languages, _tools
-        from forgemem.capture.classify.scope import _ABOUT_ME_FIRST, _PERSONAL, _REPO_CUE, PERSONAL_AT, scope_for
+        from forgemem.capture.classify.scope import (
+            _ABOUT_ME_FIRST,
+            _HOW_TO_TALK,
+            _PERSONAL,
+            _REPO_CUE,
+            PERSONAL_AT,
+            scope_for,
+        )
         from forgemem.capture.classify.units import units
 
         found: list[tuple[str, Turn, str, bool]] = []  # (unit, turn, the turn before, before is the agent's)
@@ -224,8 +231,8 @@ class OfflineClassifier:
                 pass  # ... even a kind filed against its scope's usual one ("coding-preferences" in a repository)
             elif scope == "user" and category in ("project-conventions", "architectural-decisions"):
                 # a project's convention or decision lives with the project: one that holds in every project of
-                # the person ("in all my projects use uv") is their way of working
-                category = "coding-preferences"
+                # the person ("in all my projects use uv") is their way of working, or how they want answers
+                category = "user-facts" if _HOW_TO_TALK.search(unit) else "coding-preferences"
             elif scope == "repo" and category == "coding-preferences":
                 # ... and a way of writing code kept with one repository is that project's convention
                 category = "project-conventions"
@@ -288,9 +295,6 @@ def _as_trained(agent_turn: str) -> str:
     return _ACKNOWLEDGMENT if _ACKNOWLEDGES.match(agent_turn) else agent_turn
 
 
-#: the agent's answers to the person, and how it explains
-_HOW_TO_TALK = re.compile(r"\b(?:answers?|explanations?|explaining|explain (?:the|it|things|more|less|why|what|every)|"
-                          r"replies|responses|essays?|preambles?|walls? of text|summar(?:y|ies)|tl;?dr)\b", re.I)
 #: the person saying what they work on, in the languages they write in: "i'm on", "i use", "trabajo en", "ich arbeite
 #: mit", "j'utilise", "lavoro su"
 _MY_SETUP = re.compile(r"\b(?:i(?:'m| am|m) (?:on|using)|i use|i work (?:on|in|with)|my (?:os|editor|ide|shell|laptop|"

@@ -14,7 +14,7 @@ import re
 
 from forgemem.capture.classify import Proposal
 from forgemem.capture.classify.change_words import _DECIDED, _SAYS_A_CHANGE, _names_in, dropped_names
-from forgemem.capture.classify.scope import _REPO_CUE, _USER_CUE
+from forgemem.capture.classify.scope import _HOW_TO_TALK, _REPO_CUE, _USER_CUE
 from forgemem.capture.transcripts import Turn
 
 QUOTE_CHARS = 160
@@ -274,11 +274,20 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
                 last.target, last.relation = proposal.target, proposal.relation
             continue
         if (last is not None and last.turn is not None and last.turn is proposal.turn
-                and last.target == proposal.target and last.scope == proposal.scope
-                and "user-facts" not in (last.category, proposal.category) and not _ADDS_ONE.match(proposal.quote)
+                and last.target in (proposal.target, None) and last.scope == proposal.scope
+                and ("user-facts" not in (last.category, proposal.category)
+                     or (last.category == proposal.category == "user-facts"
+                         and (_HOW_TO_TALK.search(last.quote) or _HOW_TO_TALK.search(proposal.quote))))
+                and not _ADDS_ONE.match(proposal.quote)
                 and similarity(last.text, proposal.text) >= (ONE_NAMED_THOUGHT_AT if _name_shared(last.text, proposal.text)
                                                              else ONE_THOUGHT_AT)):
+            # (how the person wants answers, and why, is one fact: "your short answers keep skipping the why … give me
+            # the full reasoning from now on"; a sentence that replaces nothing, said before the one that replaces a
+            # memory, is more of that change: "we just added nbstripout to pre-commit — from now on notebooks go in
+            # WITHOUT outputs")
             _join(last, proposal, "the next sentence of the same turn, on the same rule")
+            if proposal.relation == "supersedes" != last.relation:  # (the earlier one only related to it, or nothing)
+                last.target, last.relation, last.category = proposal.target, proposal.relation, proposal.category
             continue
         kept.append(proposal)
     return kept

@@ -313,7 +313,8 @@ def _measure_moved(old: str, said: str) -> bool:
 
 
 #: a way of working turned down by its verb: "no, don't squash" where "squash migrations per app before merging" held
-_TURNED_DOWN_VERB = re.compile(r"\b(?:don'?t|do not|never|no more|stop|quit)\s+(?:\w+ly\s+)?([a-z]{3,})\b", re.I)
+_TURNED_DOWN_VERB = re.compile(r"\b(?:(?:(?:don'?t|do not|dont|no longer) (?:need|have) to|no need to)|don'?t|dont|do not|"
+                               r"never|no more|stop|quit)\s+(?:\w+ly\s+)?([a-z]{3,})\b", re.I)
 _OPENS_ON = re.compile(r"^\W*(?:always\s+|please\s+)?([a-z]{3,})\b", re.I)
 
 
@@ -334,7 +335,11 @@ def _verb_turned_down(old: str, said: str) -> bool:
         if said_verb not in (verb, verb + "ing", verb.rstrip("e") + "ing"):
             continue
         clause = re.split(r"[.,;:!?()]", said[m.end():], maxsplit=1)[0].lower()
-        if all(word in old.lower() for word in re.findall(r"[a-z0-9]{3,}", clause) if word not in _FILLER_AFTER):
+        words = [word for word in re.findall(r"[a-z0-9]{3,}", clause) if word not in _FILLER_AFTER]
+        missing = sum(word not in old.lower() for word in words)
+        # ... said in the words of the memory, one of them perhaps in other words ("ask before multi-file edits" where
+        # "ask before multi-file changes" held)
+        if missing == 0 or (missing == 1 and len(words) >= 3):
             return True
     return False
 

@@ -1,5 +1,5 @@
-"""What a person has one of at a time: where they are, the language and the kind of answers they want, their
-editor, OS and shell. A statement of theirs that gives another value of one of these replaces the memory of the user
+"""What a person has one of at a time: where they are, the language and the kind of answers they want, the team
+they are on, their editor, OS and shell. A statement of theirs that gives another value of one of these replaces the memory of the user
 store that holds the old value ("not pacific anymore, i moved to lisbon" where "user in PST (California)" held;
 "english answers please" where "antworte auf Deutsch" held; "i'm on zed now" where "editor: VS Code" held), however
 little the two share in words: the relation model, which reads shared names and words, misses them.
@@ -150,14 +150,21 @@ def _answer_languages(text: str) -> set[str]:
     return {_LANGUAGES[g.lower()] for m in _ANSWER_LANGUAGE.finditer(text) for g in m.groups() if g}
 
 
+#: an answer's part turned down: "no explanations", "drop the explanation section", "i dont need the essay anymore"
+_NO_MORE_OF = (r"(?:no|without|skip(?:ping)?|drop(?:ping)?|stop (?:with|writing)|(?:don'?t|do not|dont) need) "
+               r"(?:the |any |an? |your |all (?:the |those )?)?")
+
+
 #: what the person wants answers to be, on two scales: how long, and in what form
 _STYLES = {
     "length": {
         "short": re.compile(r"\b(?:short|shorter|terse|concise|brief|to the point|one line|one-liners?|tl;?dr|code only|"
                             r"only (?:the )?code|just (?:the )?(?:code|diff|fix|answer|command)|give me the fix|"
-                            r"no (?:explanations?|essays?|walls? of text|preamble|tutorials?))\b", re.I),
+                            rf"{_NO_MORE_OF}(?:explanations?|essays?|walls? of text|preambles?|tutorials?|lectures?))\b",
+                            re.I),
         "long": re.compile(r"\b(?:detailed|in[- ]depth|thorough|long(?:er)?|verbose|step[- ]by[- ]step|background|"
-                           r"walk me through|explain (?:it|everything|why|the why)|(?<!no )explanations?)\b", re.I),
+                           r"walk me through|explain (?:it|everything|why|the why|each|every)|"
+                           r"(?<!no )explanations?)\b", re.I),
     },
     "form": {
         "bullets": re.compile(r"\b(?:bullets?|bullet (?:points?|lists?)|bulleted|lists)\b", re.I),
@@ -166,7 +173,8 @@ _STYLES = {
 }
 #: ... said as how the person wants to be answered: an old memory says what it is about, a new statement may say it
 #: in its own way ("give me the fix and one line of why", "i read better that way")
-_ABOUT_ANSWERS = re.compile(rf"\b(?:{_ANSWER}|explanations?|explain\w*|write-?ups?|summar\w+|walkthroughs?)\b", re.I)
+_ABOUT_ANSWERS = re.compile(rf"\b(?:{_ANSWER}|explanations?|explain\w*|write-?ups?|summar\w+|walkthroughs?|essays?|"
+                            rf"lectures?|walls? of text|(?:lines?|sentences?) of (?:context|explanation|prose))\b", re.I)
 _TO_ME = re.compile(r"\b(?:give me|tell me|show me|send me|i read|i skim|i skip|for me|to me|i (?:just |only )?(?:want|prefer|like))\b",
                     re.I)
 
@@ -197,6 +205,19 @@ def _tools(text: str) -> dict[str, set[str]]:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ the team they are on
+
+#: the team named as the one the person is on: "i'm on the ML platform team now", "Data analyst on the growth team",
+#: "joined the payments team"; not one they left ("moved over from the growth team")
+_ON_TEAM = re.compile(r"\b(?<!from )(?:on|in|joined|joining|moved (?:over )?to|switched to|transferred to) (?:the )?"
+                      r"((?:[\w-]+ ){1,3}?)team\b", re.I)
+
+
+def _teams(text: str) -> set[str]:
+    return {m.group(1).strip().lower() for m in _ON_TEAM.finditer(text)
+            if m.group(1).strip().lower() not in ("a", "the", "my", "our", "this", "that", "same", "other")}
+
+
 # ------------------------------------------------------------------------------------------------ the decision
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|my|me|ich|mein|meine|mir|mich|je|j'|moi|mon|ma|yo|me|mi|eu|io|"
@@ -216,6 +237,8 @@ def _values(text: str, *, new: bool) -> dict[str, set[str]]:
     for scale, values in _styles(text, new=new).items():
         if values:
             slots[f"answer-{scale}"] = values
+    if teams := _teams(text):
+        slots["team"] = teams
     tools = _tools(text)
     if new and not (_ON_IT_NOW.search(text) or _FIRST_PERSON.search(text)):
         tools = {}
@@ -223,12 +246,20 @@ def _values(text: str, *, new: bool) -> dict[str, set[str]]:
     return slots
 
 
+#: said as how it is from now on
+_FROM_NOW = re.compile(r"\b(?:from now on|going forward|always|by default|in general|anymore|any more|from here on)\b", re.I)
+
+
 def person_change(said: str, scope: str, candidates: list) -> int | None:
     """The index of the candidate (of the user store) whose value of a slot of the person the statement replaces,
     or None. `said` is the person's own words."""
-    if scope != "user" or not _FIRST_PERSON.search(said) or _ADDS.search(said):
+    if scope != "user" or _ADDS.search(said):
         return None
     now = _values(said, new=True)
+    if not _FIRST_PERSON.search(said):
+        # how answers are to be is said to the agent, often without "i": "from now on: the command, one line of
+        # context max"; every other slot is a fact the person says of themselves
+        now = {slot: values for slot, values in now.items() if slot.startswith("answer-") and _FROM_NOW.search(said)}
     if not now:
         return None
     hits: list[tuple[float, int]] = []

@@ -59,6 +59,17 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"one|more|less|its?|my|your|our|their|his|her|so|such|no|up|do)\b)[a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
 
 
+#: the agent's answers to the person, and how it explains ("drop the explanation section after the code", "the command,
+#: one line of context max"): theirs in every repository they open, like the cues of `_ACROSS_PROJECTS` that name
+#: "your answers"
+_HOW_TO_TALK = _rx(r"\b(?:answers?|explanations?|explaining|explain (?:the|it|things|more|less|why|what|every|each)|"
+                   r"replies|responses|essays?|preambles?|walls? of text|summar(?:y|ies)|tl;?dr|"
+                   r"(?:lines?|sentences?) of (?:context|explanation|prose))\b")
+#: ... not a program's or a document's: "the API answers 404 with an explanation field", "PR summaries list migrations"
+_ABOUT_A_THING = _rx(r"\b(?:api|endpoints?|http|server|handlers?|status|errors?|fields?|json|payloads?|clients?|"
+                     r"commits?|prs?|pull requests?|changelogs?|docstrings?|readme|release notes)\b")
+
+
 #: how sure the category head must be that a rule is personal style before, with no cue, it goes to the
 #: user store (below it, style and project convention are not told apart: the repo, where review sees it);
 #: 0.6 until the heads were retrained with capture_extra4.jsonl, whose style rules score lower: at 0.45 the
@@ -87,6 +98,8 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
         return "user", f"cue “{across.group(0)}”"  # "in all my projects run `make check` first"
     if _REPO_THINGS.search(sentence):
         return "repo", "names the repository's paths or commands"
+    if (talk := _HOW_TO_TALK.search(sentence)) and not _ABOUT_A_THING.search(sentence):
+        return "user", f"how the agent answers the person (“{talk.group(0)}”)"
     if user_cue and not repo_cue:
         return "user", f"cue “{user_cue.group(0)}”"
     if category in ("project-conventions", "architectural-decisions"):

@@ -20,6 +20,15 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<
                            r"(?:we|i|use|never|always|don't|do not|keep|our)\b)", re.I)
 
 
+#: a request to fix what the sentence before it reported ("in useDebouncedSearch.ts the AbortController never aborts
+#: the previous request, so old results sometimes land after new ones. fix it"): that sentence is the task at hand
+_FIX_IT = re.compile(r"^\W*(?:(?:ok|so|pls|please|can you|could you|can u|then|now)\W+)*(?:fix|debug|investigate|"
+                     r"sort out|look into|repair) (?:it|this|that|them)(?:\W+(?:pls|please|thanks|thx|ty))?\W*$", re.I)
+#: ... unless it says a rule too ("always" and "never" of what is broken describe it: "the AbortController never aborts")
+_STANDING = re.compile(r"\b(?:from now on|going forward|in this (?:repo|repository|project|codebase)|(?:we|you|i) (?:always|"
+                       r"never))\b|^\W*(?:always|never)\b", re.I)
+
+
 def units(text: str) -> list[str]:
     """The sentences of a human turn worth deciding on."""
     text = _CODE_FENCE.sub("\n", text).strip()
@@ -32,7 +41,9 @@ def units(text: str) -> list[str]:
         for piece in (chunk for sentence in _SENTENCE_END.split(line) for part in _rule_then_task(sentence)
                       for clause in _facts_listed(part) for chunk in _cut(clause)):
             piece = piece.strip(" -*•\t")
-            if piece and re.search(r"[^\W\d_]", piece):
+            if found and _FIX_IT.match(piece) and not _STANDING.search(found[-1]):
+                found.pop()  # "SettingsLayout.vue: the tabs don't keep the active state …. fix it.": what is broken
+            elif piece and re.search(r"[^\W\d_]", piece):
                 found.append(piece)
     if len(found) > 1:
         # a fragment of one or two words ("ok.", "thanks!") is not a unit of its own; a turn made only of them is
