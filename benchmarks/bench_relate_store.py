@@ -108,6 +108,10 @@ def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.n
             old = next(n.memory.body for n in neighbours if n.memory.id == replaced)
             must = "" if item["target"] else " (it must replace nothing)"
             print(f"  replaces an unrelated memory{must}: {item['said'][:90]!r}\n      -> {old[:90]!r}")
+        elif show and replaced is not None and not item["target"]:
+            old = next(n.memory.body for n in neighbours if n.memory.id == replaced)
+            print(f"  replaces a memory of its session (it must replace nothing): {item['said'][:90]!r}\n"
+                  f"      -> {old[:90]!r}")
         if item["target"]:
             counts["expected"] += 1
             counts["right" if replaced == item["target"] else "none" if replaced is None
@@ -124,7 +128,7 @@ def run(items: list[dict], pool: list[tuple[str, dict]], vectors: dict[str, np.n
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--distractors", type=int, default=8, help="unrelated memories added to each store (default 8)")
-    parser.add_argument("--show", action="store_true", help="print each unrelated memory replaced, and by what")
+    parser.add_argument("--show", action="store_true", help="print each unrelated memory replaced, and each replaced when none must be, and by what")
     parser.add_argument("--validation", action="store_true",
                         help="relate only the validation sets' statements (sets 16-25, which nothing is tuned on)")
     args = parser.parse_args()

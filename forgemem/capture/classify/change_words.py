@@ -77,7 +77,10 @@ _GOES = re.compile(
 #: ... unless it also says what comes instead
 _SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)?(?: [\w-]+){0,2} to|mov(?:ed|ing)(?: [\w-]+){0,2} to|"
                            r"migrat(?:ed|ing)(?: [\w-]+){0,2} to|going with|go with|now|from now on|"
-                           r"always|never|prefer|should|must|moves? to|back to)\b|"
+                           r"always|never|prefer|should|must|moves? to|back to|lands? (?:as|in|on)|goes (?:to|in))\b|"
+                           # a decision said with its content: "… decided: raw events land as parquet on s3, … and
+                           # postgres is out of the raw path"
+                           r"\bdecided\s*(?::|\b(?:that|to|on)\b)|"
                            # the new said after a colon: "changing my mind on the terse thing: when you touch infra …"
                            r"\bmind (?:about|on)\b[^:.;]{0,40}:\s*\S+(?:\s+\S+){3,}", re.I)
 

@@ -21,6 +21,14 @@ _DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) 
                     r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
 
+#: "stop writing .append — collect the chunks in a list and pd.concat once at the end": what to stop and what to do
+#: instead are one rule (a reason after it is not what comes instead: "stop using -x. with -x i have to …")
+_STOP_DOING = re.compile(r"^\W*(?:(?:no|ok|so|pls|please)\W+)*stop (?:using|writing|doing|adding|calling|putting)\b"
+                         r"(?:\s+\S+){0,4}\s*$", re.I)
+_DOES_INSTEAD = re.compile(r"^\W*(?:just |instead,? |and )?(?:use|write|call|collect|put|keep|return|pass|wrap|build|"
+                           r"read|load|store|log|raise|throw|go with|switch to|vectori[sz]e|do)\b", re.I)
+
+
 #: a sentence that ends by taking itself back: "errors are anyhow everywhere in this crate— wait no."
 _TAKES_ITSELF_BACK = re.compile(r"(?:[—–-]+|[,.;:])\s*(?:(?:wait|hmm+|uh+|erm+|ah+|oh|actually)[,\s]+(?:no+|nope)|nvm|"
                                 r"never ?mind|scratch that)[.!…\s]*$", re.I)
@@ -43,6 +51,11 @@ def _taken_back(units: list[str], restated: set[str]) -> list[str]:
         dropped = False
         kept.append(unit)
     return kept
+
+
+#: a sentence that says what was decided stands on its own, even when it points back at the problem ("we talked about it
+#: in the data guild yesterday and decided: raw events land as parquet on s3 …")
+_DECIDES = re.compile(r"\bdecided\b|\bagreed (?:on|that|to)\b|\bsettled on\b|\bthe decision\b", re.I)
 
 
 #: "add them to service.py": the rule just said, applied to one file now - a task, not more of the rule
@@ -116,13 +129,16 @@ def _merge_fragments(units: list[str]) -> list[str]:
     last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
     for unit in units:
         if merged and (_MIND_ONLY.match(last) or _ONLY_POINTS.match(last) or (_DROPS.search(last) and not _DROPS.search(unit))
+                       or (_STOP_DOING.match(last) and _DOES_INSTEAD.match(unit))
                        or _DISLIKES_WHAT_WAS_DONE.search(last)
                        or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit) or _REASON_BACK.search(unit))
                            and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit)
+                           and not _DECIDES.search(unit)
                            and not _lost_to_the_task(merged[-1], unit))
                        or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
             ends = bool(re.search(r"[.!?;:,]\s*$", merged[-1]))
-            merged[-1] = f"{merged[-1]}{' ' if ends or not _REASON_BACK.search(unit) else '; '}{unit}"
+            apart = not ends and (_REASON_BACK.search(unit) or _DROPS.search(last) or _STOP_DOING.match(last))
+            merged[-1] = f"{merged[-1]}{'; ' if apart else ' '}{unit}"
         else:
             merged.append(unit)
         last = unit

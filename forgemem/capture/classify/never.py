@@ -110,6 +110,7 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"create|update|remove|rename|move|refactor|implement|build|run|wire|hook up|change|clean)\b",
                r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
                r"demo|spike|migration|run|refactor|rename)\b",
+
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
                r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
                # a go-ahead for the work proposed: "yep. go ahead with orders, the rest i'll do in follow-ups"
@@ -150,10 +151,18 @@ _REQUEST = _rx(r"^(?:\W*\w+\W+){0,5}?i need (?!you\b|to (?:always|never)\b|(?:al
                r"mi serve|voglio|puoi|ik wil|kun je|kan je)\b")
 
 
+#: a piece of work that ends: "just for this analysis keep it pandas", "for the board deck: theme_minimal", "it's a
+#: throwaway" (even beside "i know we're polars in this repo"), unless said of every time ("for the weekly report always
+#: use the finance calendar")
+_FOR_A_PIECE_OF_WORK = _rx(r"\b(?:just |only )?for (?:this|that|the) (?:\w+ )?(?:analysis|report|deck|slides?|presentation|"
+                           r"meeting|notebook|experiment|prototype|poc|workshop|talk|investigation)\b",
+                           r"\b(?:it'?s|its|this is|that'?s) (?:a |just a )?(?:throwaway|one-off|one off)\b")
+
+
 #: a request for something to be shown now ("give me the commands to set the env vars"), not said of every time
 _ASKS_FOR_OUTPUT = _rx(r"^(?:\W*(?!always\b|never\b|when\b|whenever\b)\w+\W+){0,2}?(?:give|show|send|tell|get|find) me "
                        r"(?:the|a|an|all|some|that|those|these)\b")
-#: the work at hand in other shapes, said without a rule: one thing of it ("so this one is
+#: the work at hand in other shapes, said without a rule: work someone asked of the person, one thing of it ("so this one is
 #: fulfilment-stock-adjustment-events"), what the person is doing now ("setting the project up on my new laptop"), a
 #: request at the end ("… fails maybe 1 in 5 runs, can you look"), a question put as an order ("explain why
 #: //services/… rebuilds every time"), a decision not made ("not sure, let me ask Pia first"), and the spec of a
@@ -168,6 +177,8 @@ _AT_HAND = _rx(r"^\W*(?:(?:so|ok|okay|and|oh|ah|right)\W+){0,2}(?:this|that) one
                r"^\W*(?:(?:anyway|also|and|so|btw|oh|ok|okay|then)\W+)+(?:(?:pls|please|can you|could you)\s+)?"
                r"explain why\b",
                r"^\W*(?:(?:hm+|hmm+|uh+|well)\W+)?(?:i'?m |im )?not sure\b",
+               # work someone else asked of the person: "Maria … sent me her notebook and wants me to extend it"
+               r"\b(?:wants|asked|needs|wanted) me to (?!always\b|never\b)\w+",
                r"^\W*(?:a |an |the |new )?(?:migration|script|test|endpoint|function|job|cron ?job|task|helper|command) "
                r"to (?:add|remove|drop|create|fix|update|rename|backfill|import|export|sync|migrate)\b")
 #: when a check recurs, said of the work: "check whether the lockfile changed before you push"
@@ -176,6 +187,7 @@ _LATER = _rx(r"\b(?:before|after|whenever|once) (?:you|we|i|\w+ing)\b", r"\bbefo
 #: whether the lookback is even there" (what is checked may say "every time": it is what is looked for, not when)
 _FIND_OUT = re.compile(r"^\W*(?:(?:anyway|also|and|so|btw|oh|ok|okay|then|now|pls|please|can you|could you|can u)\W+)*"
                        r"(?:check|verify|find out|figure out)\s+(?:if|whether)\b", re.I)
+_FROM_NOW_ON = _rx(r"\bfrom now on\b", r"\bgoing forward\b")
 _EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by default)\b")
 #: a step of the work at hand, asked for by its verb and pointing at its thing ("run prettier over src/ so we
 #: don't get a giant diff later", "delete src/queue entirely", "yes, and drop pytest-xdist from the dev deps"): a
@@ -222,6 +234,8 @@ def never_durable(sentence: str) -> bool:
             and not _SAYS_WHAT_TO_DO.search(_QUOTED.sub(" ", sentence))):
         return True  # (what the quoted output says is not what the person says to do)
     if (_ONE_OFF.search(sentence) or _REQUEST.search(sentence.strip())) and not _STANDING.search(sentence):
+        return True
+    if _FOR_A_PIECE_OF_WORK.search(sentence) and not _EVERY_TIME.search(sentence) and not _FROM_NOW_ON.search(sentence):
         return True
     if _THIS_WORK.search(sentence) and not _SAYS_WHEN_IT_RECURS.search(sentence):
         return True

@@ -145,6 +145,10 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 # two statements of one pass with no word of a change between them ("this codebase is all
                 # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier
                 relation = "relates-to"
+            elif relation == "supersedes" and _agrees(earlier, proposal, candidate):
+                # what goes was already turned down by the earlier rule ("dags don't go in the root dags/ folder …"
+                # … "the root one is legacy and the deploy only syncs the team folders"): its reason, not a change
+                relation = "relates-to"
             if (relation != "duplicate" and _one_change(earlier, proposal, turns=False)
                     and not _swaps(proposal, candidate)):
                 # a later turn of the pass replacing the same memory and taking nothing of the earlier back: the
@@ -193,6 +197,18 @@ def _what_comes_instead(earlier: Proposal, later: Proposal) -> bool:
     return (later.relation == "new" and earlier.relation == "supersedes" and earlier.turn is not None
             and earlier.turn is later.turn and earlier.scope == later.scope and bool(_USE_INSTEAD.match(later.quote))
             and len(earlier.text) + len(later.text) <= JOINED_CHARS)
+
+
+def _agrees(earlier: Proposal, later: Proposal, candidate) -> bool:
+    """Whether the later statement of a pass says, in a word of change, what a negative rule said just before it
+    already holds: no name, kind or number swapped, nothing said to go that the earlier one keeps, and no flip
+    from the negative to the positive."""
+    from forgemem.capture.classify.relate import _FLIP, features
+    from forgemem.capture.classify.relate_language import _negative
+
+    return (earlier.turn is not None and earlier.turn is later.turn and _negative(earlier.text)
+            and not features(later.text, later.quote, later.category, later.scope, candidate)[_FLIP]
+            and not _swaps(later, candidate) and not dropped_names(later.quote))
 
 
 def _swaps(later: Proposal, earlier) -> bool:

@@ -218,7 +218,7 @@ _GOES_AFTER = re.compile(r"\b(?:no more|scrap(?:ped)?|scratch|ditch(?:ed)?|drop(
                          r"(?:the |our |that |"
                          rf"this |all )?((?:{_WORD} ){{0,2}}{_WORD})", re.I)
 _GOES_BEFORE = re.compile(rf"((?:{_WORD} ){{0,2}}{_WORD}) (?:is|are|was|were) (?:out|gone|dead|history|a mistake|off the table|deleted|"
-                          rf"removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off (?:the |our )?({_WORD})|"
+                          rf"removed|reverted|(?:getting |being )?(?:ripped out|phased out|removed|retired))\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off (?:the |our )?({_WORD})|"
                           rf"((?:{_WORD} ){{0,2}}{_WORD}) {CAN_GO}", re.I)
 
 
@@ -262,6 +262,12 @@ WEAK_EVIDENCE_AT = 0.4
 def _enough_to_replace(x: list[float], candidate: Candidate) -> bool:
     named = (x[_SHARED] or x[_NAME_SWAP] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_NUMBER_CHANGE] or x[_NEGATED])
     return bool(named) or candidate.similarity >= WEAK_EVIDENCE_AT
+
+
+def _name_turned_down(said: str, old: str) -> bool:
+    """Whether the person says a name the old memory holds goes ("external-secrets is getting ripped out"): that
+    memory is what they talk about, though they name nothing of it that stays."""
+    return any(_negated(said, name) for name in _side(old).names)
 
 
 def _on_subject(x: list[float]) -> bool:
@@ -394,8 +400,8 @@ def relate(
         if label in ("supersedes", "refines"):  # a supersession or refinement never crosses scopes
             picks = [i for i in picks if candidates[i].scope == scope]
         if label == "supersedes":  # ... and replaces a rule on the same subject, whatever else changed
-            picks = [i for i in picks if _on_subject(xs[i]) and not _adds_to(xs[i], said or new_text)
-                     and _enough_to_replace(xs[i], candidates[i])]
+            picks = [i for i in picks if (_on_subject(xs[i]) or _name_turned_down(said or new_text, candidates[i].text))
+                     and not _adds_to(xs[i], said or new_text) and _enough_to_replace(xs[i], candidates[i])]
             if len(picks) > 1:  # ... the one whose words the person said go, when they said so
                 gone = _said_to_go(said or new_text)
                 named = {i: len(gone & _side(candidates[i].text).content) for i in picks}

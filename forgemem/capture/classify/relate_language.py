@@ -83,7 +83,9 @@ _NEGATED_AFTER = _any(
     r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
     r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
     r"(?:now )?empty|unused|obsolete|a leftover|leftover|done|finished|retired|"
-    r"being (?:closed|removed)|end of life|only for|no longer|not used|didn't work)",
+    r"being (?:closed|removed)|end of life|only for|no longer|not used|didn't work|reverted|ripped out|phased out|"
+    # going away: "external-secrets is getting ripped out", "the old runners are being phased out"
+    r"(?:getting|being) (?:ripped out|removed|dropped|replaced|retired|killed|phased out|deleted|deprecated))",
     r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",
     r"^(?:ist|wurde|sind) (?:geschichte|abgeschaltet|weg|raus)",
     # goes away, in the other languages: "jest se va", "o karma sai", "jest s'en va", "jest fliegt raus", "jest va via"

@@ -51,6 +51,7 @@ metrics | monitoring | grafana, prometheus, datadog, new relic, opentelemetry, j
 experiments | experiments | weights & biases, wandb=weights & biases, mlflow, tensorboard, comet, neptune, aim, clearml
 iac | infra | terraform, opentofu, pulumi, cloudformation, cdk, crossplane
 config-management | infra | ansible, chef, puppet, saltstack, cloud-init
+container-registry | deploy | docker hub, dockerhub=docker hub, ghcr, ghcr.io=ghcr, github container registry=ghcr, ecr, amazon ecr=ecr, aws ecr=ecr, gcr, gcr.io=gcr, google container registry=gcr, artifact registry, google artifact registry=artifact registry, acr, azure container registry=acr, quay, quay.io=quay, harbor, gitlab container registry
 local-env | local-dev | docker compose, docker-compose=docker compose, podman, vagrant, tilt, kind, minikube, skaffold, devcontainer, devcontainers, nix, k3d
 charts | deploy | helm, tiller, kustomize, argocd, flux, helmfile
 autoscaling | scaling | cluster-autoscaler, karpenter, keda
@@ -80,7 +81,7 @@ game-engine | engine | unity, unreal, godot
 game-architecture | engine | dots, ecs, monobehaviours
 rtos | firmware | freertos, zephyr, rtems, threadx, embedded linux, arduino, mbed
 mcu | firmware | stm32f4, stm32g4, stm32, esp32, nrf52, rp2040, atmega
-secrets | secrets | vault, doppler, .env, sops, external secrets, externalsecrets, 1password, secrets manager, infisical
+secrets | secrets | vault, doppler, .env, sops, external secrets, external-secrets=external secrets, externalsecrets=external secrets, sealed secrets, sealed-secrets=sealed secrets, aws secrets manager=secrets manager, azure key vault, key vault=azure key vault, gcp secret manager, secret manager=gcp secret manager, 1password, secrets manager, infisical
 flags | flags | launchdarkly, unleash, flagsmith, growthbook, config/flags.yaml
 proxy | proxy | nginx, traefik, haproxy, caddy, envoy, apache
 push | notifications | firebase, firebase cloud messaging, fcm, onesignal, apns, pusher
@@ -268,7 +269,7 @@ _AMBIGUOUS = set(
     unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic make just task invoke
     chi fiber pest scratch provider bloc segment amplitude plausible lightning accelerate rush turbo moon pants apollo
     relay resend passport clerk lucia prefect luigi torch flax pint psalm ko jib flit smol paddle hono d3 altair
-    tapir nock""".split()
+    tapir nock harbor quay""".split()
 )
 _TOOL_VERBS = set(
     """use uses using used with via to off from onto through by over on switch switched moved migrate migrated

@@ -1,0 +1,100 @@
+"""Reasons, pieces of work that end, and tools that go, in the words of work sessions:
+
+- "the old one is legacy" said after "X don't go in the old place" is the rule's reason, not a change of it;
+- "just for this analysis", "for the board deck", "it's a throwaway" end with the work;
+- "external-secrets is getting ripped out" turns the old tool down; container registries are one kind of tool, so
+  "everything goes to ECR now" replaces "images go to ghcr".
+
+Changes of mind run through the real capturer (offline classifier, MiniLM vectors, FAISS neighbours).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from forgemem.capture.classify.learned import never_durable
+from forgemem.capture.classify.relate import Candidate, relate
+from forgemem.capture.classify.relate_names import _families, _names
+from forgemem.capture.classify.units import units
+
+from .test_capture_changes import _conversation, _current
+from .test_capture_gates import _store_with
+
+
+def test_a_reason_that_agrees_with_the_negative_rule_before_it_keeps_the_rule(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run the jobs with make jobs.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "add a job that rebuilds the search index every night"),
+                            ("assistant", "Created jobs/rebuild_index.py."),
+                            ("user", "it's in the wrong place. jobs don't go in the top-level jobs/ folder, every "
+                                     "service has its own folder: services/<name>/jobs/. the top-level one is legacy "
+                                     "and the deploy only syncs the service folders, so your job would silently never "
+                                     "run. please remember that"),
+                            ("assistant", "Moved it to services/search/jobs/rebuild_index.py."))
+    (memory,) = written  # one memory: the rule, with its reason
+    assert "services/<name>/jobs/" in memory.body and "legacy" in memory.body, written
+
+
+@pytest.mark.parametrize("sentence", [
+    "i know we're on polars in this repo but just for this analysis keep it pandas, it's a throwaway",
+    "for the board deck: theme_minimal, base font 16, no gridlines",
+])
+def test_a_piece_of_work_that_ends_is_no_rule(sentence):
+    assert never_durable(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "for the weekly report always use the finance calendar",
+    "use polars for every new notebook",
+])
+def test_said_of_every_time_it_still_can_be(sentence):
+    assert not never_durable(sentence)
+
+
+def test_container_registries_are_one_kind_of_tool():
+    kinds = [_families(_names(text)) for text in ("images go to ghcr.io/acme now", "everything goes to ECR now",
+                                                 "push to Docker Hub under acme/", "we mirror to quay.io")]
+    assert all(kind == {"container-registry"} for kind in kinds), kinds
+
+
+def test_a_registry_said_as_where_everything_goes_now_replaces_the_old_one(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Images go to ghcr.io/acme-platform", "repo", "architectural-decisions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "pulls of private images from the cluster need a secret in every namespace. "
+                                     "everything goes to ECR now: 1234.dkr.ecr.eu-west-1.amazonaws.com/<service>. "
+                                     "change build.yml"),
+                            ("assistant", "build.yml now logs in to ECR and pushes there."))
+    assert [m.supersedes for m in written if "ECR" in m.body] == [(old.id,)], written
+    assert old.id not in _current(workspace, real_embedder)
+
+
+@pytest.mark.parametrize("said", [
+    "the vault migration finished last month, external-secrets is getting ripped out.",
+    "external-secrets is being phased out, the vault agent injector does it now",
+])
+def test_a_tool_getting_ripped_out_is_turned_down(real_embedder, said):
+    old = "App secrets: AWS Secrets Manager, synced into k8s by external-secrets"
+    vectors = real_embedder.encode([old, said])
+    candidate = Candidate(old, "architectural-decisions", "repo", float(vectors[0] @ vectors[1]))
+    assert relate(said, said, "architectural-decisions", "repo", [candidate])[:2] == ("supersedes", 0)
+
+
+def test_stop_doing_it_and_what_to_do_instead_are_one_rule():
+    from forgemem.capture.classify.fragments import _merge_fragments
+
+    said = _merge_fragments(units("no. iterrows is slow on this size anyway. stop using iterrows — vectorise with "
+                                  "np.where and assign once. there are more of these in etl/, grep for them"))
+    assert "stop using iterrows; vectorise with np.where and assign once." in said, said
+
+
+def test_a_decision_said_after_the_story_of_the_problem_is_written(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run dbt with make dbt.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "ok so long story. the tracker has been writing page views into mysql "
+                                     "(events.page_views) and it's at 300M rows, backups run all night, the reports "
+                                     "time out on it half the time. we talked about it in the platform sync yesterday "
+                                     "and decided: page views land as parquet on gcs, partitioned by day, and mysql is "
+                                     "out of the event path completely. reports read through bigquery external tables. "
+                                     "mysql stays for the app only."),
+                            ("assistant", "Understood. Want me to start with the writer?"))
+    assert any("parquet" in m.body and m.category == "architectural-decisions" for m in written), written
