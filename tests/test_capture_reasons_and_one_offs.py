@@ -38,6 +38,8 @@ def test_a_reason_that_agrees_with_the_negative_rule_before_it_keeps_the_rule(tm
 @pytest.mark.parametrize("sentence", [
     "i know we're on polars in this repo but just for this analysis keep it pandas, it's a throwaway",
     "for the board deck: theme_minimal, base font 16, no gridlines",
+    "don't touch the old logger wrapper in internal/log yet, it goes once everything's migrated",
+    "keep the legacy store provider for now, the cart slice still uses it until next sprint",
 ])
 def test_a_piece_of_work_that_ends_is_no_rule(sentence):
     assert never_durable(sentence)
@@ -98,3 +100,46 @@ def test_a_decision_said_after_the_story_of_the_problem_is_written(tmp_path, rea
                                      "mysql stays for the app only."),
                             ("assistant", "Understood. Want me to start with the writer?"))
     assert any("parquet" in m.body and m.category == "architectural-decisions" for m in written), written
+
+
+def test_a_flag_is_kept_verbatim_in_the_rule():
+    from forgemem.capture.classify.offline import rule_form
+
+    text = rule_form("im on a mac so sed -i needs the '' or just use gsed", category="user-facts", scope="user")
+    assert "sed -i needs" in text and "the user needs" not in text, text
+
+
+def test_a_tool_gone_with_its_successor_named_and_a_fact_after_it_are_two_memories(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "K8s deploys: helm charts in deploy/charts, one values-<env>.yaml per env",
+                                 "repo", "architectural-decisions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "bump the mailer image to 3.2.0 in staging and prod"),
+                            ("assistant", "Bumped in deploy/charts/mailer/values-staging.yaml and values-prod.yaml."),
+                            ("user", "helm charts are gone, it's kustomize. overlays are deploy/k8s/overlays/<env>, "
+                                     "just change the images: block there. and btw im on a mac so sed -i needs the '' "
+                                     "or just use gsed, thats why it blew up"),
+                            ("assistant", "Updated the overlays."))
+    replacing = [m for m in written if m.supersedes == (old.id,)]
+    assert len(replacing) == 1 and "kustomize" in replacing[0].body, written
+    assert any(m.scope == "user" and "mac" in m.body and not m.supersedes for m in written), written
+
+
+def test_a_bare_no_after_a_rule_is_part_of_it(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run tofu fmt before committing.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "the status page record is gone again"),
+                            ("assistant", "Recreated the CNAME with the cli."),
+                            ("user", "ok. a rule for you: from now on every dns change goes through the dns stack in "
+                                     "tofu. no console, no cli."),
+                            ("assistant", "Understood."))
+    assert len(written) == 1 and "no console" in written[0].body.lower() and written[0].scope == "repo", written
+
+
+def test_a_rule_taken_back_in_the_same_turn_leaves_nothing(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run tofu fmt before committing.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "write a module for the billing queues. names are team-env-service-purpose, e.g. "
+                                     "bil-stg-invoices-events. oh and prefix everything with acme- ... no actually "
+                                     "forget the prefix, the account already scopes it"),
+                            ("assistant", "Created modules/billing-queues."))
+    assert not any("prefix" in m.body.lower() for m in written), written

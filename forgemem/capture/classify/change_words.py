@@ -81,6 +81,8 @@ _SAYS_THE_NEW = re.compile(r"\b(?:use|using|instead|switch(?:ed|ing)?(?: [\w-]+)
                            # a decision said with its content: "… decided: raw events land as parquet on s3, … and
                            # postgres is out of the raw path"
                            r"\bdecided\s*(?::|\b(?:that|to|on)\b)|"
+                           # the new named after what goes: "helm charts are gone, it's kustomize", "… we're on tofu now"
+                           r"[,;:—–-]\s*(?:it'?s|its|now it'?s|we'?re on|we are on) [\w./@-]+(?: now)?\W*$|"
                            # the new said after a colon: "changing my mind on the terse thing: when you touch infra …"
                            r"\bmind (?:about|on)\b[^:.;]{0,40}:\s*\S+(?:\s+\S+){3,}", re.I)
 

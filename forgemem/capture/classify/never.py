@@ -67,7 +67,10 @@ _ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what
             r"all of (?:this|it|them)|this (?:codebase|code|repo|project|file|thing|mess))\W*$")
 #: an instruction bounded in time ("from now on until this is merged …"): its words say when it ends
 _BOUNDED = _rx(r"\buntil (?:this|it|that|the pr|the refactor|the rename|the migration|the release)(?:'s| is)? "
-               r"(?:merged|done|lands|ships|in|finished|over|out)\b")
+               r"(?:merged|done|lands|ships|in|finished|over|out)\b",
+               # "the user + flags slices still use it until next sprint", "it goes once everything's migrated"
+               r"\buntil (?:next|the end of (?:the|this)) (?:sprint|week|month|quarter|release)\b",
+               r"\b(?:until|once) everything(?:'s| is)? (?:migrated|moved|ported|switched|done)\b")
 #: a report that something is broken ("scripts/bootstrap.sh doesnt work for me", "getting this in prod logs"):
 #: a task to look into, unless the sentence also says what to do from now on
 _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t|stopped) work(?:ing)?\b",
@@ -123,7 +126,7 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"im urlaub|de vacaciones|in ferie)\b(?=.*\b(?:next|this|tomorrow|prochaine|nächste|próxima|semaine|"
                r"woche|semana|settimana|week|friday|monday|vendredi|lundi)\b)",
                # "don't push yet": held back for now, in any language
-               r"\b(?:don'?t|do not)\s+(?:\w+\s+){0,3}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
+               r"\b(?:don'?t|do not)\s+(?:\S+\s+){0,6}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
                r"non ancora|nog niet)\b",
                # today only, in any language ("no corras el pipeline entero hoy"), but not "as of today"
                r"(?<!as of )(?<!from )(?<!starting )(?<!since )\b(?:today|tonight|hoy|heute|aujourd'hui|oggi|hoje|"

@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 
 from forgemem.capture.classify import Proposal
-from forgemem.capture.classify.change_words import _DECIDED, _SAYS_A_CHANGE, _names_in, dropped_names
+from forgemem.capture.classify.change_words import (
+    _DECIDED,
+    _GOES,
+    _SAYS_A_CHANGE,
+    _SAYS_THE_NEW,
+    _names_in,
+    dropped_names,
+)
 from forgemem.capture.classify.scope import _HOW_TO_TALK, _REPO_CUE, _USER_CUE
 from forgemem.capture.transcripts import Turn
 
@@ -102,7 +109,7 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     both replace) and its provenance quotes the earlier one. The same statement said
     twice is written once.
     """
-    from forgemem.capture.classify.relate import Candidate
+    from forgemem.capture.classify.relate import Candidate, _said_to_go
     from forgemem.capture.classify.relate import relate as decide_relation
 
     kept: list[Proposal] = []
@@ -172,6 +179,14 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 # only the final statement is written: it takes over what the earlier replaced, and its
                 # provenance quotes both
                 kept.remove(earlier)
+                if (earlier.relation != "supersedes" and proposal.relation != "supersedes"
+                        and (_GOES.search(proposal.quote) or _said_to_go(proposal.quote))
+                        and not _SAYS_THE_NEW.search(proposal.quote) and not _SAYS_MORE.search(proposal.quote.strip())):
+                    # ... unless it only takes the earlier back, in one sentence ("oh and prefix everything with acme-
+                    # ... no actually forget the prefix, the account already scopes it"): neither is a rule ("scrap the
+                    # double quotes thing. single quotes unless …" says the new one after it)
+                    joined = True
+                    break
                 if earlier.relation == "supersedes" and earlier.target and proposal.relation != "supersedes":
                     proposal.relation, proposal.target = "supersedes", earlier.target
                 if earlier.scope == proposal.scope and not _DECIDED.search(proposal.quote):
@@ -184,6 +199,10 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
         if not joined:
             kept.append(proposal)
     return kept
+
+
+#: a sentence after the first: what comes instead may be said there
+_SAYS_MORE = re.compile(r"[.!?;]\s+\S")
 
 
 #: "use X …", said right after what goes: what comes instead ("and use msw for mocking" adds a rule of its own)
@@ -267,6 +286,13 @@ _ADDS_ONE = re.compile(r"^\W*(?:and|also|plus|oh and|btw|one more thing|another 
                        r"además|et|aussi|e|inoltre|en|ook)\b", re.I)
 
 
+#: a bare "no …" fragment: "no console, no cli.", "Also bitte kein terraform.workspace im Code."
+_NO_MORE_THAN_A_NO = re.compile(r"^\W*(?:(?:and|also|so|oh|also bitte|bitte|y|et|e)\W+)*(?:no|nothing|kein\w*|nichts|"
+                                r"nada de|ningún|ninguna|sin|pas de|aucun\w*|niente|nessun\w*)\b", re.I)
+#: ("never commit .env files" after "we use pnpm for installs" is a rule of its own: "never" says a way of working)
+NO_FRAGMENT_WORDS = 7
+
+
 def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
     """Sentences of one turn that say one rule are one memory: "values.yaml only holds defaults … no env
     conditionals in templates", "my shell is fish, always … no `export FOO=bar &&`, no `source …`".
@@ -288,6 +314,14 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
             last.category = "user-facts"
             if last.target is None:  # the later sentence replaces a memory: the one memory does
                 last.target, last.relation = proposal.target, proposal.relation
+            continue
+        if (last is not None and last.turn is not None and last.turn is proposal.turn and proposal.target is None
+                and last.category != "user-facts" and _NO_MORE_THAN_A_NO.match(proposal.quote)
+                and len(proposal.quote.split()) <= NO_FRAGMENT_WORDS):
+            # "every route53 change goes through the dns stack in tofu. no console, no cli.": what the rule before it
+            # rules out, said bare, is more of that rule, in its store (written as rules of their own, such fragments
+            # were expected as none: 3 of 3 in development sets 2-25, 2 of 2 in dev 31)
+            _join(last, proposal, "the bare 'no …' after it, which says what the rule rules out")
             continue
         if (last is not None and last.turn is not None and last.turn is proposal.turn
                 and last.target in (proposal.target, None) and last.scope == proposal.scope

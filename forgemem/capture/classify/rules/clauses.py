@@ -93,7 +93,10 @@ def _strip_filler(clause: str) -> str:
     while previous != clause:
         previous = clause
         clause = _LEAD_FILLER.sub("", clause).strip()
-        clause = _PREAMBLE.sub("", clause).strip()
+        rest = _PREAMBLE.sub("", clause).strip()
+        # (a sentence that is only the preamble, "I've changed my mind on the code-only answers thing.", stays whole)
+        clause = clause if re.fullmatch(r"\W*(?:(?:the|that|this)\s+)?(?:thing|rule|bit|part|one|stuff|idea)?\W*", rest,
+                                        re.I) else rest
     clause = _INLINE_FILLER.sub("", clause)
     clause = _LIKE_FILLER.sub(" ", clause)
     clause = _TIME_ANCHOR.sub("", clause)

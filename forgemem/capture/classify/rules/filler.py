@@ -84,7 +84,7 @@ _PREAMBLE = re.compile(
         r"(?:that's|that is|this is|it's) (?:the )?(?:wrong|not right|incorrect|not what [^,;:.]+)(?: [\w-]+)?",
         r"wrong [\w-]+", r"not like that", r"not quite",
     )
-    + r")[\s,:;.!-]+(?=\S)",
+    + r")(?:[\s,:;.!]+-*\s*|\s*-+\s+)(?=\S)",  # (not the hyphen inside "the code-only answers thing")
     re.I,
 )
 _ASIDE = re.compile(

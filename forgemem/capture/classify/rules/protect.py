@@ -27,7 +27,8 @@ _PROTECT = re.compile(
     r"|(?<![\w/.-])[A-Za-z0-9_+/=.-]{23,}[A-Za-z0-9_+/=-](?![\w/-])(?!\.[\w/-])"
     r"|(?<![\w/.-])(?:\.{1,2}/|[\w.-]+/)(?:[\w.-]+/)*\.\.\.(?![\w/.])"  # package patterns: ./..., ./cmd/...
     r"|(?<![\w/.-])(?=[\w.~/-]{4,})(?:~|\.{1,2})?/?(?:[\w.-]+/)+(?:[\w.-]*[\w-])?(?![\w/])(?!\.[\w/-])"  # paths
-    r"|(?<![\w.-])\.?[\w-]{2,}\.[a-z][a-z0-9]{0,5}\b(?![\w/-])",  # file names: README.md, .gitattributes
+    r"|(?<![\w.-])\.?[\w-]{2,}\.[a-z][a-z0-9]{0,5}\b(?![\w/-])"  # file names: README.md, .gitattributes
+    r"|(?<![\w-])--?[A-Za-z][\w-]*",  # command-line flags: "sed -i needs the ''", "-n auto", "--no-verify"
     re.S,
 )
 
