@@ -92,11 +92,10 @@ _DISLIKES_WHAT_WAS_DONE = re.compile(r"\byou \w+ .*\bi (?:really )?(?:don'?t|do 
 
 
 #: the reason for what was said just before, pointing back at it: "never hardcode a relation name in a model — we once
-#: had a prod run reading from a dev schema because of exactly that", "… that's why we pin it"
+#: had a prod run reading from a dev schema because of exactly that", "… that's why we pin it" ("that's why" only at the
+#: start: "… im on a mac so sed -i needs the '' or just use gsed, thats why it blew up" says why of its own words)
 _REASON_BACK = re.compile(r"\bbecause of (?:exactly |precisely |just )?(?:that|this|it)\b|^\W*(?:\w+\W+){0,2}?(?:that'?s|thats|"
                           r"this is|which is) (?:exactly )?why\b|\bfor (?:that|this) (?:reason|very reason)\b", re.I)
-#: ("… im on a mac so sed -i needs the '' or just use gsed, thats why it blew up" says why of its own words: only at its
-#: start does "that's why" point back)
 
 
 #: a rule said again as usual, then a new one after ", and": "keep keywords uppercase like always, and trailing commas

@@ -374,11 +374,11 @@ def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], lis
     for i, (unit, turn, *_) in enumerate(found):
         if not _GOES.search(unit) or _SAYS_THE_NEW.search(unit):
             continue
-        same_turn = [j for j in range(len(found)) if j != i and found[j][1] is turn and not _GOES.search(found[j][0])]
+        # (never the person's setup: "helm charts are gone. … and btw im on a mac" is not about the mac)
+        same_turn = [j for j in range(len(found)) if j != i and found[j][1] is turn and not _GOES.search(found[j][0])
+                     and not _MY_SETUP.search(found[j][0])]
         # the nearest rule of the turn, the one after it first ("X was a mistake. going with Y"); else a sentence
         # next to it that may change a memory
-        # (not the person's setup: "helm charts are gone. … and btw im on a mac" is not about the mac)
-        same_turn = [j for j in same_turn if not _MY_SETUP.search(found[j][0])]
         rules = sorted((j for j in same_turn if decisions[j].is_durable), key=lambda j: (abs(j - i), j < i)) or [
             j for j in (i + 1, i - 1) if j in same_turn and decisions[j].durable >= CHANGE_OF_MIND_FLOOR]
         if not rules:

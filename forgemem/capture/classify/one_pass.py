@@ -286,10 +286,11 @@ _ADDS_ONE = re.compile(r"^\W*(?:and|also|plus|oh and|btw|one more thing|another 
                        r"además|et|aussi|e|inoltre|en|ook)\b", re.I)
 
 
-#: a bare "no …" fragment: "no console, no cli.", "Also bitte kein terraform.workspace im Code."
+#: a bare "no …" fragment of at most NO_FRAGMENT_WORDS words: "no console, no cli.", "Also bitte kein
+#: terraform.workspace im Code." ("never commit .env files" after "we use pnpm for installs" is a rule of its own:
+#: "never" says a way of working)
 _NO_MORE_THAN_A_NO = re.compile(r"^\W*(?:(?:and|also|so|oh|also bitte|bitte|y|et|e)\W+)*(?:no|nothing|kein\w*|nichts|"
                                 r"nada de|ningún|ninguna|sin|pas de|aucun\w*|niente|nessun\w*)\b", re.I)
-#: ("never commit .env files" after "we use pnpm for installs" is a rule of its own: "never" says a way of working)
 NO_FRAGMENT_WORDS = 7
 
 
@@ -332,9 +333,8 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
                 and similarity(last.text, proposal.text) >= (ONE_NAMED_THOUGHT_AT if _name_shared(last.text, proposal.text)
                                                              else ONE_THOUGHT_AT)):
             # (how the person wants answers, and why, is one fact: "your short answers keep skipping the why … give me
-            # the full reasoning from now on"; a sentence that replaces nothing, said before the one that replaces a
-            # memory, is more of that change: "we just added nbstripout to pre-commit — from now on notebooks go in
-            # WITHOUT outputs")
+            # the full reasoning from now on"; and the first of the two, which only relates to the answer-style memory,
+            # is more of the change the second makes: the joined memory replaces that memory)
             _join(last, proposal, "the next sentence of the same turn, on the same rule")
             if proposal.relation == "supersedes" != last.relation:  # (the earlier one only related to it, or nothing)
                 last.target, last.relation, last.category = proposal.target, proposal.relation, proposal.category

@@ -370,6 +370,11 @@ def _same_rule_again(new_text: str, said: str, x: list[float], candidate: Candid
     return not (rule.names - old.names) and not (rule.numbers - old.numbers)
 
 
+#: the scope given to a memory the statement only applies (work moved onto what it holds, `_follows`): it is no
+#: store's, so every path that replaces or refines a memory of the statement's scope passes it by
+APPLIED = ""
+
+
 def relate(
     new_text: str,
     said: str,
@@ -391,7 +396,7 @@ def relate(
         return "new", None, 0.0
     xs = [features(new_text, said, category, scope, c) for c in candidates]
     # work moved onto what a memory holds applies that memory: no statement of any scope replaces or refines it
-    candidates = [replace(c, scope="") if _follows(said or new_text, c.text) else c for c in candidates]
+    candidates = [replace(c, scope=APPLIED) if _follows(said or new_text, c.text) else c for c in candidates]
     probs = [probabilities(x, weights) for x in xs]
     nearest = max(range(len(candidates)), key=lambda i: candidates[i].similarity)
 

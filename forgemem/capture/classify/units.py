@@ -25,7 +25,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<
 _FIX_IT = re.compile(r"^\W*(?:(?:ok|so|pls|please|can you|could you|can u|then|now)\W+)*(?:fix|debug|investigate|"
                      r"sort out|look into|repair) (?:it|this|that|them)(?:\W+(?:pls|please|thanks|thx|ty))?\W*$", re.I)
 #: ... unless it says a rule too ("always" and "never" of what is broken describe it: "the AbortController never aborts")
-_STANDING = re.compile(r"\b(?:from now on|going forward|in this (?:repo|repository|project|codebase)|(?:we|you|i) (?:always|"
+_SAYS_A_RULE_TOO = re.compile(r"\b(?:from now on|going forward|in this (?:repo|repository|project|codebase)|(?:we|you|i) (?:always|"
                        r"never))\b|^\W*(?:always|never)\b", re.I)
 
 
@@ -41,7 +41,7 @@ def units(text: str) -> list[str]:
         for piece in (chunk for sentence in _SENTENCE_END.split(line) for part in _rule_then_task(sentence)
                       for clause in _facts_listed(part) for chunk in _cut(clause)):
             piece = piece.strip(" -*•\t")
-            if found and _FIX_IT.match(piece) and not _STANDING.search(found[-1]):
+            if found and _FIX_IT.match(piece) and not _SAYS_A_RULE_TOO.search(found[-1]):
                 found.pop()  # "SettingsLayout.vue: the tabs don't keep the active state …. fix it.": what is broken
             elif piece and re.search(r"[^\W\d_]", piece):
                 found.append(piece)
