@@ -167,24 +167,22 @@ class Workspace:
 
     def indexes(self) -> dict[str, StoreIndex]:
         """The cache of each store that exists (an in-memory one where the cache folder is unwritable)."""
-        from forgemem.index.cache import StoreIndex
 
         if self._indexes is None:
-            self._indexes = {}
-            for scope in ("repo", "user"):
-                store = self.stores.get(scope)
-                if store is None or not store.exists():
-                    continue
-                index = StoreIndex(store)
-                try:
-                    index.connect()
-                except (OSError, sqlite3.Error) as exc:
-                    self.warnings.append(
-                        f"cannot use the cache folder {store.cache_dir} ({exc}); working without a cache"
-                    )
-                    index = StoreIndex(store, in_memory=True)
-                self._indexes[scope] = index
+            self._indexes = {scope: self._open_index(self.stores[scope]) for scope in ("repo", "user")
+                             if scope in self.stores and self.stores[scope].exists()}
         return self._indexes
+
+    def _open_index(self, store: Store) -> StoreIndex:
+        from forgemem.index.cache import StoreIndex
+
+        index = StoreIndex(store)
+        try:
+            index.connect()
+        except (OSError, sqlite3.Error) as exc:
+            self.warnings.append(f"cannot use the cache folder {store.cache_dir} ({exc}); working without a cache")
+            index = StoreIndex(store, in_memory=True)
+        return index
 
     def usage(self) -> dict[str, Usage]:
         """Each existing store's usage data (recalls, feedback): kept outside the rebuildable cache."""
@@ -407,6 +405,9 @@ class Workspace:
         if scope == "repo" and self.pending_repo is not None and not store.exists():
             init_forge_dir(self.pending_repo.parent)  # with the .gitignore that keeps its cache out of git
             self.created.append(self.pending_repo)
+            if self._indexes is not None:  # recall sees it now: the rest of the run relates to what it wrote there
+                self._indexes["repo"] = self._open_index(store)
+            self._usage = None
         memfile.write_new(memory, store.memory_dir / category / name)
         return memory, found
 

@@ -110,3 +110,37 @@ def test_what_a_test_asked_for_checks_is_not_when_the_work_recurs(sentence, dura
 ])
 def test_how_the_agent_answers_is_the_persons_and_how_a_program_answers_is_the_repos(sentence, scope):
     assert scope_for(sentence, "project-conventions", 0.2, True)[0] == scope
+
+
+@pytest.mark.parametrize("sentence", [
+    "never use git push --force, always --force-with-lease. same in every repo",
+    "also always ask me before you make multi-file changes",
+])
+def test_found_by_a_new_user_trial_personal_rules_are_the_persons(sentence):
+    """"same in every repo" is a personal cue; "make multi-file changes" is not a make target."""
+    from forgemem.capture.classify.scope import scope_for
+
+    assert scope_for(sentence, "project-conventions", 0.2, True)[0] == "user"
+
+
+def test_found_by_a_new_user_trial_german_im_is_not_im():
+    from forgemem.capture.classify.offline import rule_form
+
+    assert rule_form("ich bin übrigens jetzt im Payments-Team", category="user-facts",
+                     scope="user") == "Ich bin übrigens jetzt im Payments-Team."
+
+
+def test_found_by_a_new_user_trial_the_team_said_in_german_replaces_the_team_held(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "The user is on the search team.", "user", "user-facts")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "ich bin übrigens jetzt im Payments-Team, also eher Stripe-Fragen von mir"),
+                            ("assistant", "Verstanden."))
+    assert [m.supersedes for m in written] == [(old.id,)], written
+
+
+def test_found_by_a_new_user_trial_the_persons_team_said_once_is_a_fact(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run make check before pushing.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "fyi i'm on the checkout team, so most of what i touch is the checkout service"),
+                            ("assistant", "Good to know."))
+    assert [(m.scope, m.category) for m in written] == [("user", "user-facts")], written

@@ -143,3 +143,15 @@ def test_a_rule_taken_back_in_the_same_turn_leaves_nothing(tmp_path, real_embedd
                                      "forget the prefix, the account already scopes it"),
                             ("assistant", "Created modules/billing-queues."))
     assert not any("prefix" in m.body.lower() for m in written), written
+
+
+def test_found_by_a_new_user_trial_a_rule_said_after_a_long_paste_is_kept():
+    from forgemem.capture.passes import MAX_TURN_CHARS, turn_to_json
+    from forgemem.capture.transcripts import Turn
+
+    log = "\n".join(f"2026-11-28T10:{i % 60:02d}:00Z INFO worker[{i}] processed batch {i} in 12ms" for i in range(150))
+    text = f"here's the log:\n```\n{log}\n```\nanyway, in this repo always name branches feat/<ticket-id>, no exceptions"
+    assert len(text) > MAX_TURN_CHARS
+    kept = turn_to_json(Turn("g", 0, "user", text, None, "g", 1, 1, 0, 0))["text"]
+    assert kept.startswith("here's the log:") and kept.endswith("feat/<ticket-id>, no exceptions"), kept[-200:]
+    assert len(kept) <= MAX_TURN_CHARS + 10

@@ -97,4 +97,38 @@ def test_the_repository_state_takes_over_only_the_transcripts_it_watches(tmp_pat
     assert repo.adopt(user.path, [watched]) == 1
     assert [row["path"] for row in repo.transcripts()] == [str(watched / "a.jsonl")]
     assert repo.transcripts()[0]["offset"] == 42
-    assert repo.adopt(user.path, [sibling]) == 0  # only into a state that knows no transcript yet
+    # what this state knows already is never taken over again (its own offsets are newer); another transcript is
+    repo.connection.execute("UPDATE transcripts SET offset = 99 WHERE path = ?", (str(watched / "a.jsonl"),))
+    assert repo.adopt(user.path, [watched]) == 0 and repo.transcripts()[0]["offset"] == 99
+    assert repo.adopt(user.path, [sibling]) == 1
+
+
+def test_a_run_that_creates_the_repo_store_relates_what_it_reads_next_to_what_it_wrote(
+        cli, git_repo, tmp_path, monkeypatch, isolated_home):
+    """Found by a new-user trial: the repository's store, created by the first write of a run, was not read by the
+    rest of that run, so a change of mind in the next transcript was lost (or written beside the old rule)."""
+    monkeypatch.chdir(git_repo)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(session("in this repo we deploy with helm charts, one values file per environment"))
+    second.write_text(session("helm charts are gone, it's kustomize now. overlays live in deploy/overlays/<env>"))
+    assert cli("observe", "--once", "--final", str(first), str(second)).code == 0
+    current = [m["content"] for m in cli("list", "--json").json()]
+    assert len(current) == 1 and "kustomize" in current[0], current
+
+
+def test_a_later_run_takes_over_each_transcript_the_first_one_read(cli, git_repo, tmp_path, monkeypatch,
+                                                                   isolated_home):
+    """Found by a new-user trial: the repository's state took over the user cache's only when it knew no transcript,
+    so a transcript read by the run that created the store, then read again after another one, was read from its
+    start, and wrote back a memory purged since."""
+    monkeypatch.chdir(git_repo)
+    first, second = tmp_path / "s1.jsonl", tmp_path / "s2.jsonl"
+    first.write_text(session("in this repo always use tabs for indentation, never spaces"))
+    second.write_text(session("in this repo commit messages follow conventional commits"))
+    assert cli("observe", "--once", "--final", str(first)).code == 0  # creates the store: state in the user's cache
+    [tabs] = memory_files(git_repo / ".forge" / "memory")
+    assert cli("forget", "--purge", tabs.stem.rsplit("-", 1)[-1]).code == 0
+    assert cli("observe", "--once", "--final", str(second)).code == 0
+    again = cli("observe", "--once", "--final", str(first))
+    assert again.code == 0 and again.err.startswith("read 0 turn(s)"), again.err
+    assert not any("tabs" in path.read_text() for path in memory_files(git_repo / ".forge" / "memory"))

@@ -1,6 +1,6 @@
 """What a capture pass covers: the newest turns within a budget, from the goal arc kept in the state.
 
-A turn is stored cut to MAX_TURN_CHARS and redacted (`turn_to_json`). The arc is
+A turn is stored cut to MAX_TURN_CHARS (its start and its end) and redacted (`turn_to_json`). The arc is
 read newest first and only as far as a pass needs (`record_pass`), so recording
 a pass costs the same however long the arc is.
 """
@@ -17,7 +17,7 @@ from itertools import islice
 from forgemem.capture.transcripts import Turn
 
 CONTEXT_TURNS = 2  # earlier turns handed along with a pass, as context only
-MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this
+MAX_TURN_CHARS = 4000  # one very long turn (a pasted log) is cut to this: its start and its end
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,16 @@ def turn_to_json(turn: Turn) -> dict:
 
     data = turn.to_dict()
     text = data["text"]
-    if len(text) > MAX_TURN_CHARS:  # redacted a little past the cut, so a secret across it is seen whole
-        text = redact(text[: MAX_TURN_CHARS + 512])[0][:MAX_TURN_CHARS] + " …"
+    if len(text) > MAX_TURN_CHARS:
+        # its start and its end: a rule is said before a pasted log or after it ("… 150 lines … anyway, in this repo
+        # always name branches feat/<ticket-id>"), the agent's question ends its turn; each part is redacted a
+        # little past its cut, so a secret across it is seen whole, and the end starts on a line of its own
+        half = MAX_TURN_CHARS // 2
+        head = redact(text[: half + 512])[0][:half]
+        tail = redact(text[-(half + 512):])[0][-half:]
+        if "\n" in tail[: half // 2]:
+            tail = tail[tail.index("\n") + 1:]
+        text = f"{head} …\n… {tail}"
     else:
         text = redact(text)[0]
     data["text"] = text

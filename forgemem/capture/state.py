@@ -212,14 +212,13 @@ class ObserverState:
         return result
 
     def adopt(self, other: Path, targets: list[Path]) -> int:
-        """Take over, from another state database, what it knows of the transcripts under `targets`: a
-        repository's first capture keeps its state in the user's cache (the repository's store did not exist
-        yet), and the next run, in the repository's cache, goes on from there instead of reading it all again.
-        Only into a state that knows no transcript yet; returns how many transcripts were taken over."""
+        """Take over, from another state database, what it knows of the transcripts under `targets` that this one
+        does not know: a repository's first capture keeps its state in the user's cache (the repository's store did
+        not exist yet), and a later run, in the repository's cache, goes on from there instead of reading it all
+        again (and writing back what was purged since), whichever transcript it reads first. Returns how many
+        transcripts were taken over."""
         conn = self.connection
         if not targets or not other.is_file() or other.resolve() == self.path.resolve():
-            return 0
-        if self._retry(lambda: conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone()):
             return 0
         # a target file, or a file under a target folder (compared as text: "_" and "%" in a path are not wildcards)
         match = " OR ".join("path = ? OR substr(path, 1, ?) = ?" for _ in targets)
@@ -228,16 +227,20 @@ class ObserverState:
             folder = str(target).rstrip("/") + "/"
             args += [str(target), len(folder), folder]
 
-        def work() -> int:  # checked again under the write lock: another observer may have read meanwhile
-            if conn.execute("SELECT 1 FROM transcripts LIMIT 1").fetchone():
+        def work() -> int:  # under the write lock: another observer may have read meanwhile
+            paths = [r[0] for r in conn.execute(
+                f"SELECT path FROM other.transcripts WHERE ({match}) AND path NOT IN (SELECT path FROM main.transcripts)",
+                args)]
+            if not paths:
                 return 0
+            which = ", ".join("?" for _ in paths)
             for table in ("transcripts", "arc", "passes"):
                 here = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
                 there = {r[1] for r in conn.execute(f"PRAGMA other.table_info({table})")}
                 columns = ", ".join(c for c in here if c in there and not (table == "passes" and c == "id"))
                 conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} "
-                             f"FROM other.{table} WHERE {match}", args)
-            return conn.execute("SELECT COUNT(*) FROM transcripts").fetchone()[0]
+                             f"FROM other.{table} WHERE path IN ({which})", paths)
+            return len(paths)
 
         try:
             conn.execute("ATTACH DATABASE ? AS other", (str(other),))  # not inside a transaction

@@ -325,7 +325,10 @@ _SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an )?(?:mac|macos|windows
                   r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
                   r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
                   r"\bi(?:'m| am|m) in (?:the )?[\w/+-]+ (?:time|timezone|time zone|tz)\b",
-                  r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b")
+                  r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
+                  # the team they are on: "fyi i'm on the checkout team", "i joined the payments team"
+                  r"\bi(?:'m| am|m) (?:now )?(?:on|in) the (?:[\w-]+ ){1,3}team\b", r"\bi (?:joined|moved to) the "
+                  r"(?:[\w-]+ ){1,3}team\b", r"\bmy team is\b")
 SETUP_AT = 0.05
 
 

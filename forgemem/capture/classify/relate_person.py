@@ -213,9 +213,15 @@ _ON_TEAM = re.compile(r"\b(?<!from )(?:on|in|joined|joining|moved (?:over )?to|s
                       r"((?:[\w-]+ ){1,3}?)team\b", re.I)
 
 
+#: ... in the other languages: "ich bin jetzt im Payments-Team", "estoy en el equipo de pagos", "je suis dans l'équipe data"
+_ON_TEAM_ELSEWHERE = re.compile(r"\b(?:im|ins) ([\w-]+?)-?team\b|\b(?:en el|al) equipo de ([\w-]+)|"
+                                r"\bdans l'équipe (?:de |du )?([\w-]+)", re.I)
+
+
 def _teams(text: str) -> set[str]:
-    return {m.group(1).strip().lower() for m in _ON_TEAM.finditer(text)
-            if m.group(1).strip().lower() not in ("a", "the", "my", "our", "this", "that", "same", "other")}
+    found = {m.group(1).strip().lower() for m in _ON_TEAM.finditer(text)}
+    found |= {next(g for g in m.groups() if g).lower() for m in _ON_TEAM_ELSEWHERE.finditer(text)}
+    return found - {"a", "the", "my", "our", "this", "that", "same", "other"}
 
 
 # ------------------------------------------------------------------------------------------------ the decision
@@ -250,10 +256,18 @@ def _values(text: str, *, new: bool) -> dict[str, set[str]]:
 _FROM_NOW = re.compile(r"\b(?:from now on|going forward|always|by default|in general|anymore|any more|from here on)\b", re.I)
 
 
+def _adds(said: str) -> bool:
+    """Whether a second value is said ("also" in German is "so": "jetzt im Payments-Team, also eher Stripe-Fragen")."""
+    from forgemem.capture.classify.rules.cleanup import _language
+
+    found = {m.group(0).lower() for m in _ADDS.finditer(said)}
+    return bool(found) and not (found == {"also"} and _language(said) == "de")
+
+
 def person_change(said: str, scope: str, candidates: list) -> int | None:
     """The index of the candidate (of the user store) whose value of a slot of the person the statement replaces,
     or None. `said` is the person's own words."""
-    if scope != "user" or _ADDS.search(said):
+    if scope != "user" or _adds(said):
         return None
     now = _values(said, new=True)
     if not _FIRST_PERSON.search(said):

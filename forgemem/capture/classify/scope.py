@@ -18,7 +18,10 @@ _OWN_WORK = (r"\b(?:in|for|on|across) my (?:own |personal |side |other |private 
              r"|\bnot (?:just|only) (?:in |for )?(?:this|the|our) (?:repo|repository|project|codebase)\b"
              # "in everything i write i want full type hints"
              r"|\b(?:in|for|across) (?:everything|anything|all(?: the code)?) i (?:write|do|build|make|touch|work on)\b")
-_USER_CUE = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
+#: "never use git push --force … same in every repo", "i want it like that in every repo i touch"
+_EVERY_REPO = (r"\bsame (?:in|for|across) (?:every|all|any) (?:of my )?(?:repos?|repositories|projects?)\b"
+               r"|\b(?:every|all|any) (?:repos?|repositories|projects?) i (?:touch|work on|open|write)\b")
+_USER_CUE = _rx(_EVERY_REPO, r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
                 r"\bi(?:'d| would) (?:rather|like|prefer)\b", r"\b(?:big |huge )?fan of\b", r"\bi find\b",
@@ -32,6 +35,7 @@ _USER_CUE = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|co
                 r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
 #: personal cues that outweigh any word about the repository
 _ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
+                       _EVERY_REPO,
                        r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                        r"\bregardless of (?:the )?project\b", r"\bpersonally\b",
                        # how the agent talks to the person: theirs, even said of this codebase ("when you explain
@@ -56,7 +60,8 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"\./)\b[^`]*`",
                    r"(?:^|\s)(?:\./|src/|lib/|tests?/|app/|packages/|docs/|scripts/|internal/|cmd/|\.github/)\S*",
                    r"\bmake (?!(?:me|it|sure|the|a|an|this|that|them|us|you|those|these|things?|everything|every|all|any|some|"
-                   r"one|more|less|its?|my|your|our|their|his|her|so|such|no|up|do)\b)[a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
+                   r"one|more|less|its?|my|your|our|their|his|her|so|such|no|up|do|multi-file|multi|big|large|small|"
+                   r"breaking|sweeping|many|several|unrelated|drive-by)\b)[a-z][\w-]*\b", r"\b[\w-]+\.(?:py|ts|tsx|js|go|rs|java|kt|rb|toml|yaml|yml|json|sql|sh|lock|cfg|ini)\b")
 
 
 #: the agent's answers to the person, and how it explains ("drop the explanation section after the code", "the command,

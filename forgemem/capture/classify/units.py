@@ -34,7 +34,7 @@ def units(text: str) -> list[str]:
     text = _CODE_FENCE.sub("\n", text).strip()
     if not text or text.startswith(("/", "!")):
         return []  # slash commands and shell input
-    found = []
+    found: list[str] = []
     for line in text.splitlines():
         if _LOGGY.match(line) or line.startswith(">") or line.count("  ") > 3:
             continue

@@ -74,7 +74,8 @@ _EN_WORDS = set(
 )
 _FOREIGN_WORDS = {
     "de": set("ich wir und nicht das die der ist bei uns mit auf für immer nie keine kein bitte wird werden "
-              "sind auch nur oder aber den dem ein eine zu sie es mir mich mein unser".split()),
+              "sind auch nur oder aber den dem ein eine zu sie es mir mich mein unser bin im jetzt übrigens hab habe "
+              "noch schon hier gerade dann wenn".split()),
     "es": set("el los las que por para con usamos siempre nunca y una un mi nuestro nuestra yo somos está "
               "están del al lo le se pero también prefiero soy tengo favor me gusta quiero de la en es".split()),
     "fr": set("le les des est et pas pour avec je nous toujours jamais une du au mon notre sont ce cette "
