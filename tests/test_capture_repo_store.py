@@ -127,6 +127,9 @@ def test_a_later_run_takes_over_each_transcript_the_first_one_read(cli, git_repo
     second.write_text(session("in this repo commit messages follow conventional commits"))
     assert cli("observe", "--once", "--final", str(first)).code == 0  # creates the store: state in the user's cache
     [tabs] = memory_files(git_repo / ".forge" / "memory")
+    # ... handed to the repository's cache at the end of that run: its status shows the run at once
+    status = cli("observe", "--status", "--json").json()
+    assert [t["path"] for t in status["transcripts"]] == [str(first)], status
     assert cli("forget", "--purge", tabs.stem.rsplit("-", 1)[-1]).code == 0
     assert cli("observe", "--once", "--final", str(second)).code == 0
     again = cli("observe", "--once", "--final", str(first))

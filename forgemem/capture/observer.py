@@ -310,6 +310,18 @@ class Observer:
         read = sum(self.poll_safely(path, compaction=compaction, final=final) for path in self.transcripts())
         return read, self.run_pending(on_result)
 
+    def hand_over(self) -> int:
+        """After a run that created the repository's store, whose state the user's cache kept meanwhile: that state
+        goes to the repository's cache now, so `observe --status` there shows this run at once; how many transcripts."""
+        repo = self.workspace.stores.get("repo")
+        if not self.workspace.created or repo is None or not repo.exists() or self.state.path == repo.cache_dir / STATE_NAME:
+            return 0
+        there = ObserverState(repo.cache_dir / STATE_NAME, on_notice=self._notice)
+        try:
+            return there.adopt(self.state.path, self.targets)
+        finally:
+            there.close()
+
     def waiting(self) -> int:
         """Exchanges read from the watched transcripts and in no pass yet: they wait for `cadence`
         exchanges in all, a compaction, or the session's end (`--final`)."""

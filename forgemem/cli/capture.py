@@ -131,6 +131,7 @@ def observe(
             if waiting:
                 err.print(f"{waiting} exchange(s) wait until there are {observer.cadence} (cadence_turns) for a "
                           "capture pass; `--once` without `--due` captures them now")
+        observer.hand_over()
         for folder in workspace.created:
             err.print(f"created the repository's store {folder} (as `forgemem init` does): review it with "
                       "`git status` and commit it, or delete it")
