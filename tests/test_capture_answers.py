@@ -144,3 +144,14 @@ def test_found_by_a_new_user_trial_the_persons_team_said_once_is_a_fact(tmp_path
                             ("user", "fyi i'm on the checkout team, so most of what i touch is the checkout service"),
                             ("assistant", "Good to know."))
     assert [(m.scope, m.category) for m in written] == [("user", "user-facts")], written
+
+
+def test_found_by_a_new_user_trial_same_in_every_repo_said_in_the_next_turn_moves_the_rule(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run make check before pushing.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "always rebase onto main before opening a PR"),
+                            ("assistant", "Ok, I'll rebase before opening PRs."),
+                            ("user", "same in every repo, i like a linear history"),
+                            ("assistant", "Noted."))
+    (memory,) = written
+    assert memory.scope == "user" and "rebase" in memory.body and "linear history" in memory.body, written

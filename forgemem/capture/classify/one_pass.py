@@ -286,6 +286,11 @@ _ADDS_ONE = re.compile(r"^\W*(?:and|also|plus|oh and|btw|one more thing|another 
                        r"además|et|aussi|e|inoltre|en|ook)\b", re.I)
 
 
+#: a sentence that opens by saying the rule before it holds in every repository of the person's
+_SAME_EVERYWHERE = re.compile(r"^\W*(?:(?:and|oh|btw|also)\W+)*(?:(?:that'?s|thats|it'?s|this is) )?(?:the )?same (?:in|for|"
+                              r"across) (?:every|all|any) (?:of my )?(?:repos?|repositories|projects?)\b", re.I)
+
+
 #: a bare "no …" fragment of at most NO_FRAGMENT_WORDS words: "no console, no cli.", "Also bitte kein
 #: terraform.workspace im Code." ("never commit .env files" after "we use pnpm for installs" is a rule of its own:
 #: "never" says a way of working)
@@ -315,6 +320,18 @@ def _one_thought(proposals: list[Proposal], similarity) -> list[Proposal]:
             last.category = "user-facts"
             if last.target is None:  # the later sentence replaces a memory: the one memory does
                 last.target, last.relation = proposal.target, proposal.relation
+            continue
+        if (last is not None and last.turn is not None and proposal.turn is not None
+                and last.turn.path == proposal.turn.path and 0 <= proposal.turn.index - last.turn.index <= 2
+                and proposal.target is None and last.target is None
+                and last.category != "user-facts" and _SAME_EVERYWHERE.match(proposal.quote)):
+            # "always rebase onto main before opening a PR" … (its turn or the next) "same in every repo, i like a
+            # linear history": the scope of the rule before it, with its reason; the rule is the person's
+            _join(last, proposal, "the next turn, which says it holds in every repository")
+            if last.scope == "repo":
+                last.scope = "user"
+                last.category = "coding-preferences" if last.category in ("project-conventions",
+                                                                          "architectural-decisions") else last.category
             continue
         if (last is not None and last.turn is not None and last.turn is proposal.turn and proposal.target is None
                 and last.category != "user-facts" and _NO_MORE_THAN_A_NO.match(proposal.quote)
