@@ -167,7 +167,6 @@ class Workspace:
 
     def indexes(self) -> dict[str, StoreIndex]:
         """The cache of each store that exists (an in-memory one where the cache folder is unwritable)."""
-
         if self._indexes is None:
             self._indexes = {scope: self._open_index(self.stores[scope]) for scope in ("repo", "user")
                              if scope in self.stores and self.stores[scope].exists()}

@@ -314,7 +314,8 @@ class Observer:
         """After a run that created the repository's store, whose state the user's cache kept meanwhile: that state
         goes to the repository's cache now, so `observe --status` there shows this run at once; how many transcripts."""
         repo = self.workspace.stores.get("repo")
-        if not self.workspace.created or repo is None or not repo.exists() or self.state.path == repo.cache_dir / STATE_NAME:
+        if (not self.workspace.created or repo is None or not repo.exists()
+                or self.state.path == repo.cache_dir / STATE_NAME):
             return 0
         there = ObserverState(repo.cache_dir / STATE_NAME, on_notice=self._notice)
         try:

@@ -113,7 +113,6 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"create|update|remove|rename|move|refactor|implement|build|run|wire|hook up|change|clean)\b",
                r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
                r"demo|spike|migration|run|refactor|rename)\b",
-
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
                r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
                # a go-ahead for the work proposed: "yep. go ahead with orders, the rest i'll do in follow-ups"

@@ -1,8 +1,9 @@
 """What a person has one of at a time: where they are, the language and the kind of answers they want, the team
-they are on, their editor, OS and shell. A statement of theirs that gives another value of one of these replaces the memory of the user
-store that holds the old value ("not pacific anymore, i moved to lisbon" where "user in PST (California)" held;
-"english answers please" where "antworte auf Deutsch" held; "i'm on zed now" where "editor: VS Code" held), however
-little the two share in words: the relation model, which reads shared names and words, misses them.
+they are on, their editor, OS and shell. A statement of theirs that gives another value of one of these replaces the
+memory of the user store that holds the old value ("not pacific anymore, i moved to lisbon" where "user in PST
+(California)" held; "english answers please" where "antworte auf Deutsch" held; "i'm on zed now" where "editor: VS
+Code" held), however little the two share in words: the relation model, which reads shared names and words, misses
+them.
 
 Only in the user store, only for a statement in the first person that says the value is theirs now, and never one that
 adds a value ("i also use vim for quick edits", "at work i'm on windows").
@@ -213,7 +214,8 @@ _ON_TEAM = re.compile(r"\b(?<!from )(?:on|in|joined|joining|moved (?:over )?to|s
                       r"((?:[\w-]+ ){1,3}?)team\b", re.I)
 
 
-#: ... in the other languages: "ich bin jetzt im Payments-Team", "estoy en el equipo de pagos", "je suis dans l'équipe data"
+#: ... in the other languages: "ich bin jetzt im Payments-Team", "estoy en el equipo de pagos", "je suis dans
+#: l'équipe data"
 _ON_TEAM_ELSEWHERE = re.compile(r"\b(?:im|ins) ([\w-]+?)-?team\b|\b(?:en el|al) equipo de ([\w-]+)|"
                                 r"\bdans l'équipe (?:de |du )?([\w-]+)", re.I)
 
