@@ -5,6 +5,7 @@ personal store; nothing is created when nothing is written for the repo, or outs
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from tests.conftest import git
@@ -135,3 +136,31 @@ def test_a_later_run_takes_over_each_transcript_the_first_one_read(cli, git_repo
     again = cli("observe", "--once", "--final", str(first))
     assert again.code == 0 and again.err.startswith("read 0 turn(s)"), again.err
     assert not any("tabs" in path.read_text() for path in memory_files(git_repo / ".forge" / "memory"))
+
+
+def test_a_repository_cache_that_cannot_hold_the_state_leaves_it_where_it_is(git_repo, tmp_path, monkeypatch,
+                                                                             isolated_home, real_embedder):
+    """The end-of-run handover is a courtesy: where the repository's cache cannot hold the state, the run still ends
+    well, says so once, and the next run takes the state over."""
+    from forgemem import Workspace
+    from forgemem.capture.capturer import Capturer
+    from forgemem.capture.observer import Observer
+    from forgemem.recall.engine import RecallEngine
+
+    monkeypatch.chdir(git_repo)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(session("never use npm in this repository, it's pnpm only"))
+    workspace = Workspace.open(git_repo, repo_on_first_write=True)
+    said: list[str] = []
+    observer = Observer(workspace, [transcript], capturer=Capturer(workspace, RecallEngine(workspace,
+                                                                                           embedder=real_embedder)),
+                        on_notice=said.append)
+    observer.once(final=True)
+    cache = git_repo / ".forge" / "cache"
+    for index in workspace.indexes().values():
+        index.close()
+    shutil.rmtree(cache)
+    cache.write_text("not a folder\n")  # what cannot hold it
+    assert observer.hand_over() == 0
+    assert said and "stays in" in said[-1], said
+    assert cache.read_text() == "not a folder\n"

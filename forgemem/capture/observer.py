@@ -317,7 +317,11 @@ class Observer:
         if (not self.workspace.created or repo is None or not repo.exists()
                 or self.state.path == repo.cache_dir / STATE_NAME):
             return 0
-        there = ObserverState(repo.cache_dir / STATE_NAME, on_notice=self._notice)
+        try:
+            there = ObserverState(repo.cache_dir / STATE_NAME, on_notice=self._notice)
+        except (OSError, sqlite3.Error) as exc:  # the next run takes it over instead
+            self._notice(f"the capture state stays in {self.state.path} for now: {repo.cache_dir} cannot hold it ({exc})")
+            return 0
         try:
             return there.adopt(self.state.path, self.targets)
         finally:
