@@ -155,3 +155,21 @@ def test_found_by_a_new_user_trial_a_rule_said_after_a_long_paste_is_kept():
     kept = turn_to_json(Turn("g", 0, "user", text, None, "g", 1, 1, 0, 0))["text"]
     assert kept.startswith("here's the log:") and kept.endswith("feat/<ticket-id>, no exceptions"), kept[-200:]
     assert len(kept) <= MAX_TURN_CHARS + 10
+
+
+def test_a_long_turn_is_cut_between_sentences_never_through_one(tmp_path, real_embedder):
+    """A cut through a sentence left "Always use pnpm inst …" and "… d of npm, never yarn; …" as memories."""
+    from forgemem.capture.passes import MAX_TURN_CHARS, turn_to_json
+    from forgemem.capture.transcripts import Turn
+
+    text = ". ".join(f"step {i}: always use pnpm instead of npm, never yarn" for i in range(120))
+    kept = turn_to_json(Turn("g", 0, "user", text, None, "g", 1, 1, 0, 0))["text"]
+    assert len(kept) <= MAX_TURN_CHARS
+    head, gap, tail = kept.partition("\n…\n")
+    assert gap and head.endswith("never yarn.") and tail.startswith("step "), (head[-40:], tail[:40])
+
+    workspace, _ = _store_with(tmp_path, "Run the tests with make test.", "repo", "project-conventions")
+    said = ". ".join("always use pnpm instead of npm, never yarn" for _ in range(100))
+    stored = turn_to_json(Turn("g", 0, "user", said, None, "g", 1, 1, 0, 0))["text"]  # as the observer keeps it
+    written = _conversation(workspace, real_embedder, ("user", stored), ("assistant", "Okay."))
+    assert all(m.body.lower().count("pnpm") == 1 and "…" not in m.body for m in written), written

@@ -8,6 +8,7 @@ a pass costs the same however long the arc is.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -42,17 +43,35 @@ def turn_to_json(turn: Turn) -> dict:
     if len(text) > MAX_TURN_CHARS:
         # its start and its end: a rule is said before a pasted log or after it ("… 150 lines … anyway, in this repo
         # always name branches feat/<ticket-id>"), the agent's question ends its turn; each part is redacted a
-        # little past its cut, so a secret across it is seen whole, and the end starts on a line of its own
+        # little past its cut, so a secret across it is seen whole; each keeps whole sentences only, and the gap
+        # is a line of its own, so no sentence is read across it
         half = MAX_TURN_CHARS // 2
-        head = redact(text[: half + 512])[0][:half]
-        tail = redact(text[-(half + 512):])[0][-half:]
-        if "\n" in tail[: half // 2]:
-            tail = tail[tail.index("\n") + 1:]
-        text = f"{head} …\n… {tail}"
+        head = _whole_sentences(redact(text[: half + 512])[0][:half], at_end=True)
+        tail = _whole_sentences(redact(text[-(half + 512):])[0][-half:], at_end=False)
+        text = f"{head}\n…\n{tail}"
     else:
         text = redact(text)[0]
     data["text"] = text
     return data
+
+
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)|\n")
+
+
+def _whole_sentences(part: str, at_end: bool) -> str:
+    """A cut part of a long turn without the sentence the cut went through: the head ends at its last sentence
+    end, the tail starts after its first (a line break counts), so no half sentence ("always use pnpm inst")
+    is read as a rule; where the part has no sentence end in its half next to the cut, at a word."""
+    window = len(part) // 2
+    if at_end:
+        ends = [m.end() for m in _SENTENCE_END.finditer(part, len(part) - window)]
+        if ends:
+            return part[: ends[-1]].rstrip()
+        return part[: part.rfind(" ")].rstrip() if " " in part[-window:] else part
+    first = _SENTENCE_END.search(part, 0, window)
+    if first:
+        return part[first.end():].lstrip()
+    return part[part.find(" ") + 1:].lstrip() if " " in part[:window] else part
 
 
 def fit(newest: Iterable[dict], budget: Budget) -> list[dict]:
