@@ -63,7 +63,7 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
+_SAYS_SO_BACK = re.compile(r"^\W*(?:(?:and|also|oh|btw|plus)\W+){0,2}(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
                            # "thats my setup for all my lua code, not just this plugin"
                            r"(?:that'?s|thats|this is|it'?s) my (?:setup|style|default|preference|config|way)\b|"
                            # "thats a general thing for me", "applies to every workflow in this repo", "org policy, …",

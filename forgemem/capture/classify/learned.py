@@ -290,6 +290,9 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"dépôt)|neste (?:repo|projeto|repositório)|in questo (?:repo|progetto)|in deze (?:repo|project))\b")
 
 
+#: the bar for a sentence that is only such a choice: two tools of one kind, one over the other, is a rule in most
+#: words it comes in ("use Hilt for DI, not Koin" 0.29, with a full stop 0.41)
+CHOICE_AT = 0.2
 #: a choice of one thing over another of its kind, said bare: "pnpm not npm", "no. tabs, not spaces", "vitest instead of
 #: jest". It names no particular thing to work on, so it is not a task, and it holds until said otherwise: it clears the
 #: standing bar. Both sides must be of one kind (tools of one family in `relate_names`, or two ways of one style), so
@@ -297,6 +300,13 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
 _CHOICE = re.compile(r"^\W*(?:(?:no|nope|nah|ok)\W+)?(?:use\s+)?(?P<a>[\w.+#/@-]+(?: [\w.+#/@-]+)?),?\s+"
                      r"(?:not|instead of|over|rather than|statt|nicht|no|pas|non)\s+(?P<b>[\w.+#/@-]+(?: [\w.+#/@-]+)??)"
                      r"(?:\s+(?:please|pls|plz|thanks|again|here|ever))?\W*$", re.I)
+#: ... and said as an instruction with what it is for: "use RestClient for outbound calls, not WebClient", "for DI use
+#: Hilt, not Koin"
+_CHOICE_FOR = re.compile(r"^\W*(?:(?:no|nope|nah|ok|so|and|also)\W+)?(?:for (?!this|that|now|today)(?:[\w.+#/@-]+ ){1,4}?,?\s*)?"
+                         r"use\s+(?P<a>[\w.+#/@-]+(?: [\w.+#/@-]+)?)"
+                         r"(?:\s+(?:for|in|on|with) (?!this|that|now|today|it\b)(?:[\w.+#/@-]+ ?){1,5}?)?,?\s+"
+                         r"(?:not|instead of|over|rather than)\s+(?P<b>[\w.+#/@-]+(?: [\w.+#/@-]+)??)"
+                         r"(?:\s+(?:please|pls|plz|thanks|again|here|ever|anymore))?\W*$", re.I)
 _OPPOSITES = ({"tabs", "spaces"}, {"tab", "spaces"}, {"single", "double"}, {"single quotes", "double quotes"},
               {"snake_case", "camelcase"}, {"kebab-case", "camelcase"}, {"kebab-case", "snake_case"},
               {"async/await", "callbacks"}, {"utc", "local time"}, {"named exports", "default exports"},
@@ -307,7 +317,7 @@ def names_a_choice(sentence: str) -> bool:
     """Whether the whole sentence chooses one thing over another of its kind ("pnpm not npm", "tabs not spaces")."""
     from forgemem.capture.classify.relate_names import _families, _names
 
-    match = _CHOICE.match(sentence.strip())
+    match = _CHOICE.match(sentence.strip()) or _CHOICE_FOR.match(sentence.strip())
     if not match:
         return False
     a, b = (match.group(side).lower().strip(".,") for side in ("a", "b"))
@@ -406,8 +416,10 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
     for i in range(len(features)):
         c = int(np.argmax(probs[i]))
         bar = heads.durable_at
-        if texts is not None and (_STANDING_RULE.search(texts[i]) or names_a_choice(texts[i])):
+        if texts is not None and _STANDING_RULE.search(texts[i]):
             bar = min(bar, STANDING_AT)
+        if texts is not None and names_a_choice(texts[i]):
+            bar = min(bar, CHOICE_AT)
         if texts is not None and _SETUP_SAID.search(texts[i]):
             bar = min(bar, SETUP_AT)
         if texts is not None and not generalises(texts[i]):

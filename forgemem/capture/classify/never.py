@@ -194,7 +194,7 @@ _EVERY_TIME = _rx(r"\b(?:when|whenever|every time|each time|always|never|by defa
 #: a step of the work at hand, asked for by its verb and pointing at its thing ("run prettier over src/ so we
 #: don't get a giant diff later", "delete src/queue entirely", "yes, and drop pytest-xdist from the dev deps"): a
 #: task, unless it says when it recurs ("run `make check` before you push", "always …")
-_STEP_OPENS = (r"^(?:\W*(?:ok(?:ay)?|yes|yeah|yep|sure|so|and|also|then|now|pls|please|good call on [\w./-]+|great|"
+_STEP_OPENS = (r"^(?:\W*(?:ok(?:ay)?|yes|yeah|yep|sure|no|nope|nah|wait|so|and|also|then|now|pls|please|good call on [\w./-]+|great|"
                r"cool|nice|thanks|thx)\W+)*")
 _TASK_AT_HAND = _rx(_STEP_OPENS + r"(?:re-?run|run|add|create|write|fix|open|build|generate|bump|rename|split|extract|"
                     r"refactor|implement|update|push|commit|merge|rebase|deploy|publish|check|reformat|clean up|port|"

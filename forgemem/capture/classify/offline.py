@@ -75,9 +75,9 @@ class OfflineClassifier:
         from forgemem.capture.classify.scope import (
             _ABOUT_ME_FIRST,
             _HOW_TO_TALK,
-            _PERSONAL,
             _REPO_CUE,
             PERSONAL_AT,
+            about_the_person,
             scope_for,
         )
         from forgemem.capture.classify.units import units
@@ -166,9 +166,12 @@ class OfflineClassifier:
                 # a rule said in reaction to what the agent just did ("don't use --no-git in those tests")
                 # is a correction: when it points at that work, or when the heads hesitate between the two
                 category = "corrections"
+            if (unit in joined_from and category in ("project-conventions", "coding-preferences")
+                    and _DID_IT_AGAIN.search(unit)):
+                category = "corrections"  # the agent told off for what it did, again, and told what to do instead
             if category != "user-facts" and _ABOUT_ME_FIRST.match(unit) and not _REACTS.search(unit):
                 category = "user-facts"  # it opens on the person: what follows is what that means for their work
-            if category == "user-facts" and not _PERSONAL.search(unit):
+            if category == "user-facts" and not about_the_person(unit):
                 # a fact about the person says so ("I'm …", "my …"); about the project it is another kind
                 category = decision.best_category([c for c in CATEGORY_ORDER if c not in ("user-facts", "corrections")])
             if (_answer_languages(unit) or (_MY_SETUP.search(unit) and _tools(unit))) and not _REPO_CUE.search(unit):
@@ -308,7 +311,8 @@ _REACTS = re.compile(
     r"never|nein|never)\b|\binstead\b|\brather than\b|\bnot \S+,|\bshould(?:n't| not)\b|\byou (?:just|forgot|used|"
     r"broke|added|created|put|keep|kept|did)\b|\bwhy did you\b|\bdon'?t\b|\bnever\b|\bagain\b", re.I)
 #: how a reaction to the agent's work opens
-_REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|don't|do not|dont|stop|why (?:did|do) you)\b",
+_REACTION = re.compile(r"^(?:no|nope|wrong|not like that|that's (?:wrong|not)|that (?:does nothing|doesn'?t work|won'?t work)|"
+                       r"don't|do not|dont|stop|why (?:did|do) you)\b",
                        re.I)
 CORRECTION_MARGIN = 0.15
 #: the agent asks about the person: their system, tools, place or habits ("Are you on Windows?")
@@ -349,8 +353,11 @@ def _question_about_them(agent_text: str) -> str:
 #: a complaint that the agent does it again and again
 _RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|(?:every|each) (?:single )?time|how many times|"
                      r"i (?:already |just )?(?:told|asked) you|(?:yet )?another one of these|after every \w+|"
-                     r"same (?:thing|mistake|issue) (?:again|as|in)|in the last (?:\w+ )?(?:prs|pull requests|"
+                     r"(?:exact |very )?same (?:thing|mistake|issue|bug) (?:again|as|in|last|yesterday|before)|in the last (?:\w+ )?(?:prs|pull requests|"
                      r"sessions|times|commits))\b", re.I)
+#: the complaint that the agent did it before: "you did the exact same thing last week", "you keep doing this"
+_DID_IT_AGAIN = re.compile(r"\byou (?:did|keep|kept|made|added|used|put|wrote)\b[^.;]*\b(?:again|same|last|before)\b|"
+                           r"\byou keep\b|\bagain\b", re.I)
 #: ... the heads' least probability for it; lower for a correction said whole (that it recurs, then what to do)
 RECURRING_AT = 0.15
 #: an instruction against what the agent did ("dont silence it", "%w not %v", "only touch the lines …")
@@ -447,7 +454,7 @@ _OFFER = re.compile(r"^suggest|\bsuggest(?:ing)? (?:we|making|that|to)\b|\bmy re
 #: the agent proposed a standing rule, not a one-off step
 _PROPOSES_RULE = re.compile(
     r"\bfrom now on\b|\bgoing forward\b|\b(?:the )?(?:standard|default|convention|rule)\b|\bin (?:the )?future\b|"
-    r"\bstandardi[sz]e\b|\beverywhere\b|\b(?:for|in) (?:all|every|each)\b|\balways\b|\bfor new\b|\bpolicy\b", re.I)
+    r"\bstandardi[sz]e\b|\beverywhere\b|\b(?:for|in|with|on|after) (?:all|every|each)\b|\balways\b|\bfor new\b|\bpolicy\b", re.I)
 
 
 def rule_form(unit: str, *, category: str, scope: str, context: str = "", proposal: str = "") -> str:

@@ -73,6 +73,7 @@ from forgemem.capture.classify.relate_language import (
     _moved_thing,
     _negated,
     _negative,
+    widens,
 )
 from forgemem.capture.classify.relate_names import _NUMBER, _content, _families, _names, _side
 from forgemem.capture.classify.relate_person import person_change
@@ -456,8 +457,9 @@ def relate(
                       and _measure_moved(candidates[i].text, said or new_text)))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
-            if (label == "refines" and (xs[i][_CHANGED] or (xs[i][_NEGATED] and xs[i][_NAME_SWAP])) and not xs[i][_REFINE_CUE]
-                    and _enough_to_replace(xs[i], candidates[i])):
+            if (label == "refines" and _enough_to_replace(xs[i], candidates[i])
+                    and (((xs[i][_CHANGED] or (xs[i][_NEGATED] and xs[i][_NAME_SWAP])) and not xs[i][_REFINE_CUE])
+                         or widens(candidates[i].text, said or new_text))):
                 # said as a change and not as an addition ("billing moves off App Service to …", "relaxing the any
                 # rule a bit: …"), or with the old one turned down ("nobody there writes TypeScript"): the new
                 # statement is the rule now, the old one is its earlier version

@@ -30,6 +30,8 @@ _CHANGE = _any(
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
     r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
     r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b", r"\bnew rule\b", r"\bno more\b",
+    # where the team is now: "we're iOS 16+ now", "we're on kotlin 2 now"
+    r"\b(?:we'?re|we are) (?:on |all on )?[\w.+#-]+\+?(?: [\w.+#-]+)? now\b",
     r"\breplac(?:e|ed|es|ing)\b", r"\bditch(?:ed|ing)?\b", r"\bdropp(?:ed|ing)\b", r"\bdrop\b",
     r"\b(?:is|are|'s|'re) (?:gone|out|dead|history|legacy|deprecated|archived|frozen|over|deleted|removed|stale)\b",
     # "the project is off EMR", "we're off heroku"
@@ -83,7 +85,7 @@ _NEGATED_AFTER = _any(
     r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
     r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
     r"(?:now )?empty|unused|obsolete|a leftover|leftover|done|finished|retired|"
-    r"being (?:closed|removed)|end of life|only for|no longer|not used|didn't work|reverted|ripped out|phased out|"
+    r"being (?:closed|removed)|end[- ]of[- ]life|eol|in maintenance mode|on (?:its|their|the) way out|sunset(?:ted)?|only for|no longer|not used|didn't work|reverted|ripped out|phased out|"
     # going away: "external-secrets is getting ripped out", "the old runners are being phased out"
     r"(?:getting|being) (?:ripped out|removed|dropped|replaced|retired|killed|phased out|deleted|deprecated))",
     r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",
@@ -157,3 +159,14 @@ def _follows(said: str, old_text: str) -> bool:
         return False
     held = {name for name in _side(old_text).names if not _negated(old_text, name)}  # not "(moved off s3 in sept)"
     return onto <= held and not any(_negated(said, n) for n in held)
+
+
+_ONLY = re.compile(r"\bonly\b", re.I)
+_NOT_ONLY = re.compile(r"\bnot (?:just|only)\b|\b(?:too|as well)\W*$", re.I)
+
+
+def widens(old: str, said: str) -> bool:
+    """Whether the statement lifts the old rule's restriction: "every beta also goes to the external group, not
+    just internal" where "Beta builds: TestFlight internal testers only" held, "we're doing native linux builds
+    too" where "ship windows only" held: the old "only" no longer holds."""
+    return bool(_ONLY.search(old) and _NOT_ONLY.search(said))

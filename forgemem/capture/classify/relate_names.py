@@ -12,8 +12,9 @@ from functools import lru_cache
 #: replace one another; its subject is what a rule about them is about.
 _LEXICON = """
 python-deps | deps | pip, pipenv, poetry, uv, conda, mamba, pdm, hatch, pip-tools, requirements.txt, poetry.lock, uv.lock, virtualenv
-js-deps | deps | npm, yarn, pnpm, bun, npm workspaces, yarn.lock, pnpm-lock.yaml, package-lock.json
+js-deps | deps | npm, yarn, pnpm, bun, npm workspaces, yarn.lock, pnpm-lock.yaml, package-lock.json, bun.lockb=bun, bun.lock=bun
 ios-deps | deps | cocoapods, swift package manager, spm=swift package manager, carthage, podfile
+ios-project | build | xcodegen, tuist, project.swift=tuist
 jvm-build | build | maven, gradle, sbt, ant, bazel
 gradle-dsl | build | kotlin dsl, groovy
 python-tests | tests | pytest, unittest, nose, nose2, testcase, unittest.testcase
@@ -63,7 +64,7 @@ os | os | windows, macos, mac=macos, macbook=macos, linux, ubuntu, fedora, arch,
 shell | shell | bash, zsh, fish, powershell, nushell, oh-my-zsh
 python-http | http | requests, httpx, aiohttp, urllib3
 js-http | http | axios, got, superagent, ky, ofetch
-jvm-http | http | okhttp, retrofit, ktor client
+jvm-http | http | okhttp, retrofit, ktor client, resttemplate, webclient, restclient, feign, openfeign=feign, apache httpclient
 js-dates | dates | moment, moment.js=moment, date-fns, dayjs, luxon
 python-dates | dates | arrow, pendulum
 python-orm | orm | sqlalchemy, peewee, sqlmodel, django orm, tortoise
@@ -79,6 +80,8 @@ apple-ui | ui | swiftui, uikit, appkit
 cross-platform | ui | flutter, react native, xamarin, ionic, capacitor, electron, tauri, qt
 game-engine | engine | unity, unreal, godot
 game-architecture | engine | dots, ecs, monobehaviours
+render-pipeline | rendering | urp, hdrp, built-in render pipeline, built-in rp=built-in render pipeline, universal render pipeline=urp
+godot-tests | tests | gut, gdunit4, gdunit=gdunit4
 rtos | firmware | freertos, zephyr, rtems, threadx, embedded linux, arduino, mbed
 mcu | firmware | stm32f4, stm32g4, stm32, esp32, nrf52, rp2040, atmega
 secrets | secrets | vault, doppler, .env, sops, external secrets, external-secrets=external secrets, externalsecrets=external secrets, sealed secrets, sealed-secrets=sealed secrets, aws secrets manager=secrets manager, azure key vault, key vault=azure key vault, gcp secret manager, secret manager=gcp secret manager, 1password, secrets manager, infisical
@@ -269,7 +272,7 @@ _AMBIGUOUS = set(
     unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic make just task invoke
     chi fiber pest scratch provider bloc segment amplitude plausible lightning accelerate rush turbo moon pants apollo
     relay resend passport clerk lucia prefect luigi torch flax pint psalm ko jib flit smol paddle hono d3 altair
-    tapir nock harbor quay""".split()
+    tapir nock harbor quay gut""".split()
 )
 _TOOL_VERBS = set(
     """use uses using used with via to off from onto through by over on switch switched moved migrate migrated

@@ -231,8 +231,10 @@ def _teams(text: str) -> set[str]:
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|my|me|ich|mein|meine|mir|mich|je|j'|moi|mon|ma|yo|me|mi|eu|io|"
                            r"estoy|vivo|estou|moro|sono|ik|mieszkam|the user|the user's)\b", re.I)
 #: a second value, not another one: "i also use vim", "at work i'm on windows", "sometimes", "as well"
-_ADDS = re.compile(r"\b(?:also|too|as well|sometimes|occasionally|at work|at home|on my other|second|both|"
-                   r"in addition)\b", re.I)
+_ADDS = re.compile(r"\b(?:also(?!,|\s+(?:since|because|as|when|if|btw|fyi))|too|as well|sometimes|occasionally|at work|"
+                   r"at home|on my other|second|both|in addition)\b", re.I)
+#: what the person does now and then, said beside the value: "(yes french, even if i type english sometimes)"
+_EVEN_IF = re.compile(r"\beven (?:if|when|though)\b[^,.;:)(]*", re.I)
 
 
 def _values(text: str, *, new: bool) -> dict[str, set[str]]:
@@ -262,7 +264,7 @@ def _adds(said: str) -> bool:
     """Whether a second value is said ("also" in German is "so": "jetzt im Payments-Team, also eher Stripe-Fragen")."""
     from forgemem.capture.classify.rules.cleanup import _language
 
-    found = {m.group(0).lower() for m in _ADDS.finditer(said)}
+    found = {m.group(0).lower() for m in _ADDS.finditer(_EVEN_IF.sub(" ", said))}
     return bool(found) and not (found == {"also"} and _language(said) == "de")
 
 

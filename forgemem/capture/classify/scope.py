@@ -20,7 +20,7 @@ _OWN_WORK = (r"\b(?:in|for|on|across) my (?:own |personal |side |other |private 
              r"|\b(?:in|for|across) (?:everything|anything|all(?: the code)?) i (?:write|do|build|make|touch|work on)\b")
 #: "never use git push --force … same in every repo", "i want it like that in every repo i touch"
 _EVERY_REPO = (r"\bsame (?:in|for|across) (?:every|all|any) (?:of my )?(?:repos?|repositories|projects?)\b"
-               r"|\b(?:every|all|any) (?:repos?|repositories|projects?) i (?:touch|work on|open|write)\b")
+               r"|\b(?:every|all|any) (?:repos?|repositories|projects?) i (?:touch|work (?:on|in)|open|write|own|maintain)\b")
 _USER_CUE = _rx(_EVERY_REPO, r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                 r"\beverywhere i\b", r"\bno matter (?:the|which|what) (?:project|repo)\b",
                 r"\bpersonally\b", r"\bfor me\b", r"\bmy (?:own )?(?:preference|style|taste|habit)\b",
@@ -122,6 +122,18 @@ def scope_for(sentence: str, category: str, user_p: float, has_repo: bool,
 #: is vim"); about the project it is another kind
 _PERSONAL = re.compile(r"\b(?:i|i'm|im|i've|ive|i'd|my|mine|ich|mein|meine|soy|estoy|vivo|mi|je|j'|mon|ma|sou|eu|io|sono|"
                        r"ik|mijn)\b", re.I)
+#: where a rule holds, said through the person: "every repo i work in", "all my projects" - the person names the reach
+#: of the rule, the rule is not about them
+_MY_REACH = re.compile(r"\b(?:every|all|any|each)\s+(?:of\s+)?(?:my\s+)?[\w-]+\s+(?:that\s+)?i\s+(?:work|touch|open|own|"
+                       r"maintain|write|start|do)\b(?:\s+(?:in|on|with))?|\b(?:in\s+)?(?:all|every|any|each)\s+(?:of\s+)?my\s+"
+                       r"(?:repos?|repositories|projects?|code|codebases?|work|clients?)\b", re.I)
+
+
+def about_the_person(sentence: str) -> bool:
+    """The sentence speaks of the person (I, my, ich, je …), other than to say where a rule holds."""
+    return bool(_PERSONAL.search(_MY_REACH.sub(" ", sentence)))
+
+
 #: a sentence that opens on the person ("i'm an analyst, i mostly do sql, so …", "i moved to lisbon, so i'm on
 #: WET"): a fact about them, whatever follows about their work
 _ABOUT_ME_FIRST = re.compile(r"^(?:\W*\w+\W+){0,5}?(?:(?i:i'?m|i am|im) (?:(?i:an?) [\w-]+|(?i:based in)|in [A-Z]\w+|"
