@@ -401,6 +401,15 @@ SETS = (
     ("v2 dev 31", "capture_v2_dev31.yaml", "written 2026-11-27 (stop 31) by a writer who saw neither the classifier"
      " nor the other sets (infrastructure: Terraform/OpenTofu, Kubernetes, Ansible; incidents, implicit changes);"
      " first measured 0.636 / 0.700, 6 of 11 changes of mind on 03f1268 before any change, then read, never trained on"),
+    ("v2 dev 32", "capture_v2_dev32.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
+     " nor the other sets (mobile: Swift/SwiftUI, Kotlin/Compose, Flutter, fastlane; rules said as complaints);"
+     " first measured 0.538 / 0.467, 5 of 12 changes of mind on ce628cd before any change, then read, never trained on"),
+    ("v2 dev 33", "capture_v2_dev33.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
+     " nor the other sets (an indie game developer and a small studio: Godot, Unity, Bevy; chatty, venting);"
+     " first measured 0.500 / 0.581, 4 of 11 changes of mind on ce628cd before any change, then read, never trained on"),
+    ("v2 dev 34", "capture_v2_dev34.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
+     " nor the other sets (a freelancer across client repositories, a JVM team: Spring, Gradle, Kafka);"
+     " first measured 0.667 / 0.667, 7 of 12 changes of mind on ce628cd before any change, then read, never trained on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
