@@ -61,7 +61,7 @@ _GOES = re.compile(
     r"(?: [\w`.-]+){0,2} thing\b|\b(?:we're|we are|i'm|im|i am) (?:dropping|ditching|"
     r"killing|scrapping) (?:the |that |our )?\S+|"
     r"\boverruled (?:me )?on\b|\b(?:got|was|were|has been|have been) (?:ripped out|removed|dropped|killed|"
-    r"retired|deprecated)\b|\bdidn't work out\b|\bwe'?re done with\b|"
+    r"retired|deprecated)\b|\bdidn't work out\b|\b(?:we'?re|i'?m|i am) done with\b|"
     r"\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:[\w.+-]+ ){1,2}out\b|\brip(?:ped|ping)? out\b|"
     r"\b(?:get|getting|got) rid of\b|"
     # "actually no more path versions", "keine Conventional Commits mehr"
@@ -138,7 +138,9 @@ def asked_in(sentences: list[str]) -> str:
 
 #: a change said as a decision ("we decided in the arch review: config moves to pydantic-settings")
 _DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)|decided (?:in|at|on)|the decision|"
-                      r"arch(?:itecture)? review|an adr|made the call|(?:it'?s|its) final|final decision)\b", re.I)
+                      r"arch(?:itecture)? review|an adr|made the call|(?:it'?s|its) final|final decision)\b|"
+                      # "decision for the project: physics runs in FixedUpdate", "decision: outbox for all events"
+                      r"^\W*(?:\w+\W+){0,6}?decision(?: for (?:the|this) \w+)?\s*:", re.I)
 
 
 #: a rule said as what always held ("pnpm, like always"): close to a memory the store holds, nothing new

@@ -126,6 +126,8 @@ def _lost_to_the_task(before: str, unit: str) -> bool:
 
 
 def _merge_fragments(units: list[str]) -> list[str]:
+    from forgemem.capture.classify.learned import _SETUP_SAID
+
     merged: list[str] = []
     last = ""  # the last sentence merged: a drop sentence takes the one rule said after it, not the task after that
     for unit in units:
@@ -134,7 +136,7 @@ def _merge_fragments(units: list[str]) -> list[str]:
                        or _DISLIKES_WHAT_WAS_DONE.search(last)
                        or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit) or _REASON_BACK.search(unit))
                            and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit)
-                           and not _DECIDES.search(unit)
+                           and not _DECIDES.search(unit) and not _SETUP_SAID.search(merged[-1])
                            and not _lost_to_the_task(merged[-1], unit))
                        or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
             ends = bool(re.search(r"[.!?;:,]\s*$", merged[-1]))

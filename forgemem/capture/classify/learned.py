@@ -279,6 +279,10 @@ _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not eve
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
                      r"team|app|service))? (?:to|on)\b",
                      r"\bgoing forward\b", r"\bby default\b", r"\bevery time\b",
+                     # a habit of the agent's stopped, of things in general: "ugh, stop using force unwraps" (not
+                     # "stop using the staging db")
+                     r"^(?:\W*\w+\W+){0,2}?stop (?:using|writing|adding|putting|giving me|making|leaving|sprinkling)\s+"
+                     r"(?!(?:the|this|that|it|these|those|my|our|your|a|an)\b)(?:[\w`'.-]+\s+){0,2}?[\w`'.-]+s\b",
                      # a decision said as one: "ok let's go with that: soft deletes via deletedAt …", "we decided …"
                      r"\blet'?s go with (?:that|this|it|option \w+)\s*[:,-]\s*\S+(?:\s+\S+){2,}",
                      r"\bwe(?:'ve| have)? decided\b", r"\b(?:the )?decision(?: is)?\s*:",
@@ -330,11 +334,13 @@ def names_a_choice(sentence: str) -> bool:
 #: the person's setup, said plainly: it lasts ("I'm on a mac", "I use neovim", "my shell is fish"). Said bare, the
 #: heads give it little ("i'm on windows" 0.13: sessions are full of "i'm on a train", "im on call this week"), so it
 #: clears the lowest bar: only a word that it does not last ("today", "this week": `never_durable`) stops it
-_SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an )?(?:mac|macos|windows|linux|ubuntu|wsl\w*|arch|fedora|"
-                  r"debian|chromebook|m\d mac)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
+_SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an |my )?(?:mac|macos|windows|linux|ubuntu|wsl\w*|arch|fedora|"
+                  r"debian|chromebook|m\d mac|macbook|m\d(?: (?:pro|max|air|mini))?|(?:mac ?book )?(?:air|pro) m\d|"
+                  r"thinkpad|surface|framework)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
                   r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
                   r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
                   r"\bi(?:'m| am|m) in (?:the )?[\w/+-]+ (?:time|timezone|time zone|tz)\b",
+                  r"\bi(?:'m| am|m) (?:in|on) (?-i:[A-Z]{2,3}S?T|CET|CEST|EET|WET|UTC|GMT)(?:[+-]\d{1,2})?\b",
                   r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
                   # the team they are on: "fyi i'm on the checkout team", "i joined the payments team"
                   r"\bi(?:'m| am|m) (?:now )?(?:on|in) the (?:[\w-]+ ){1,3}team\b", r"\bi (?:joined|moved to) the "
@@ -351,6 +357,8 @@ _GENERAL_ELSEWHERE = _rx(
     # a decision said as settled: "marta made the call and it's final: endpoints are defined with tapir"
     r"\b(?:made the call|(?:it'?s|its|that'?s|thats|is) final|final (?:answer|decision|call)|settled on|"
     r"the decision is)\b",
+    # the way things are here, said to be so: "keep that split, thats how this workspace is set up on purpose"
+    r"\b(?:that'?s|thats|this is|that is) how (?:we|this|the|our|things|it'?s|it is)\b", r"\b(?:on purpose|by design)\b",
     # a rule said with whose it is: "single quotes unless theres interpolation, thats what standardrb wants"
     r"\bthat'?s what [\w.-]+ (?:wants|expects|enforces|requires|says)\b",
     # what holds on beside a change: "but the scripts in scripts/ stay bash", "for yaml and markdown do 2 spaces"

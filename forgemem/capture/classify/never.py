@@ -17,6 +17,12 @@ _REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finall
               r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b",
               # a greeting with a word of news: "hi, new repo for me."
               r"^(?:hi|hey|hello|morning|good morning|yo)\b[\s,!.]*(?:[\w']+\W*){0,5}$")
+#: what was done this time, as usual: "exported from aseprite like always" (the rule, if any, is said as one: "sprites
+#: get exported at 1x, always"); a guess at the cause: "its gotta be the filter thing"
+_DONE_OR_GUESSED = _rx(r"^\W*(?:\w+\W+){0,2}?(?:i |we )?(?:\w+ed|did|ran|built|made|wrote|put|got|went)\b[^.;!?]*\b(?:like "
+                       r"always|as always|as usual|like usual|same as always)\W*$",
+                       r"^\W*(?:\w+\W+){0,2}?(?:(?:it|that|this|its|thats)(?:'?s| is)? (?:gotta|got to|has to|must)|gotta|got to)"
+                       r" be (?:the|a|an|some|that|this)\b")
 #: the system's behaviour, described ("the api always returns 500 on empty body"): a bug to look at, unless the
 #: sentence says what to do about it
 _DESCRIBES = _rx(r"\b(?:always|never|sometimes|randomly|still) (?:returns|fails|crashes|throws|errors|breaks|hangs|"
@@ -200,7 +206,8 @@ _TASK_AT_HAND = _rx(_STEP_OPENS + r"(?:re-?run|run|add|create|write|fix|open|bui
                     r"refactor|implement|update|push|commit|merge|rebase|deploy|publish|check|reformat|clean up|port|"
                     r"revert|delete|wire up|hook up|draft|regenerate|rewrite|move|convert|install|upgrade)\s+"
                     r"(?:[\w-]+\s+){0,2}?(?:(?:it|them|this|that|these|those|the|my|our|me)\b|[\w./-]*/[\w./-]*|`[^`]+`|"
-                    r"\w+\.\w+\b)",
+                    # a thing of the code by its name: "write tests for PriceFormatter"
+                    r"\w+\.\w+\b|(?-i:[A-Z][a-z0-9]+[A-Z]\w*)\b)",
                     _STEP_OPENS + r"(?:drop|remove) [\w.@/-]+ from (?:the )?(?:dev )?(?:deps|dependencies|requirements|"
                     r"package\.json|pyproject|lockfile|[\w./-]+\.\w+)\b")
 _SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)? (?:you|we|i)|before (?:you|we|i)\b|"
@@ -223,7 +230,7 @@ def never_durable(sentence: str) -> bool:
     ("until this is merged"), and a report that something is broken that says nothing of what to do."""
     if _CLARIFYING.search(sentence.strip()) or _BOUNDED.search(sentence):
         return True
-    if _REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence):
+    if (_REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence)) or _DONE_OR_GUESSED.search(sentence):
         return True
     complaint = _COMPLAINT.search(sentence)
     if ((_HEARSAY.search(sentence.strip()) or complaint) and not _ADOPTED.search(sentence)

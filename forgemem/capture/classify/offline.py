@@ -166,8 +166,9 @@ class OfflineClassifier:
                 # a rule said in reaction to what the agent just did ("don't use --no-git in those tests")
                 # is a correction: when it points at that work, or when the heads hesitate between the two
                 category = "corrections"
-            if (unit in joined_from and category in ("project-conventions", "coding-preferences")
-                    and _DID_IT_AGAIN.search(unit)):
+            if ((unit in joined_from or agent) and _DID_IT_AGAIN.search(unit)
+                    and (category in ("project-conventions", "coding-preferences")
+                         or (category == "user-facts" and not about_the_person(unit)))):
                 category = "corrections"  # the agent told off for what it did, again, and told what to do instead
             if category != "user-facts" and _ABOUT_ME_FIRST.match(unit) and not _REACTS.search(unit):
                 category = "user-facts"  # it opens on the person: what follows is what that means for their work
@@ -356,8 +357,8 @@ _RECURS = re.compile(r"\b(?:again|keep (?:on )?\w+ing|kept \w+ing|(?:every|each)
                      r"(?:exact |very )?same (?:thing|mistake|issue|bug) (?:again|as|in|last|yesterday|before)|in the last (?:\w+ )?(?:prs|pull requests|"
                      r"sessions|times|commits))\b", re.I)
 #: the complaint that the agent did it before: "you did the exact same thing last week", "you keep doing this"
-_DID_IT_AGAIN = re.compile(r"\byou (?:did|keep|kept|made|added|used|put|wrote)\b[^.;]*\b(?:again|same|last|before)\b|"
-                           r"\byou keep\b|\bagain\b", re.I)
+_DID_IT_AGAIN = re.compile(r"\byou (?:did|keep|kept|made|added|used|put|wrote|gave)\b[^.;]*\b(?:again|same|last|before)\b|"
+                           r"\byou keep\b", re.I)
 #: ... the heads' least probability for it; lower for a correction said whole (that it recurs, then what to do)
 RECURRING_AT = 0.15
 #: an instruction against what the agent did ("dont silence it", "%w not %v", "only touch the lines …")
@@ -384,10 +385,12 @@ def _change_context(found: list[tuple], decisions: list) -> tuple[list[str], lis
         # (never the person's setup: "helm charts are gone. … and btw im on a mac" is not about the mac)
         same_turn = [j for j in range(len(found)) if j != i and found[j][1] is turn and not _GOES.search(found[j][0])
                      and not _MY_SETUP.search(found[j][0])]
-        # the nearest rule of the turn, the one after it first ("X was a mistake. going with Y"); else a sentence
-        # next to it that may change a memory
-        rules = sorted((j for j in same_turn if decisions[j].is_durable), key=lambda j: (abs(j - i), j < i)) or [
-            j for j in (i + 1, i - 1) if j in same_turn and decisions[j].durable >= CHANGE_OF_MIND_FLOOR]
+        # the nearest rule of the turn, the one after it first ("X was a mistake. going with Y"); else the sentence
+        # next to it likelier a rule, that may change a memory ("swift testing please, @Test and #expect. i'm done
+        # with XCTest for anything new. parameterize the currency cases": the one before)
+        rules = sorted((j for j in same_turn if decisions[j].is_durable), key=lambda j: (abs(j - i), j < i)) or sorted(
+            (j for j in (i + 1, i - 1) if j in same_turn and decisions[j].durable >= CHANGE_OF_MIND_FLOOR),
+            key=lambda j: -decisions[j].durable)
         if not rules:
             continue
         j = rules[0]

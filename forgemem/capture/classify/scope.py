@@ -52,7 +52,9 @@ _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|pack
                 r"\b(?:aquí|acá|hier|ici|qui|aqui)\b", r"\b(?:no )?(?:usamos|utilizamos|nutzen wir|verwenden wir|wir nutzen|"
                 r"wir verwenden|on utilise|nous utilisons|usiamo|utilizziamo)\b",
                 # what the team settled: "the team voted in thursday's retro, branch names are now …"
-                r"\b(?:the|our) team (?:voted|decided|agreed|settled|chose)\b", r"\bteam (?:voted|decided)\b")
+                r"\b(?:the|our) team (?:voted|decided|agreed|settled|chose)\b", r"\bteam (?:voted|decided)\b",
+                # "house style here is `_camelCase` for private fields"
+                r"\bhouse (?:style|rules?|conventions?)\b", r"\b(?:style|conventions?|naming|rules?) here (?:is|are)\b")
 #: the repository's own things: paths, commands, files, make targets — never a personal memory
 _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"`(?:make|npm|pnpm|yarn|npx|cargo|go|poetry|uv|pip|pytest|just|docker|kubectl|terraform|"

@@ -53,6 +53,7 @@ def units(text: str) -> list[str]:
     return found
 
 
+_REACTION = re.compile(r"^\W*(?:no|nope|nah|ok|okay|yes|yeah)\b\W*", re.I)
 _SAID_NAMES = re.compile(r"[\w.+#/@`' ,-]{1,40}[.!]?")
 
 
@@ -67,8 +68,10 @@ def _names_carried(pieces: list[str]) -> list[str]:
         if len(piece.split()) >= 3:
             kept.append(f"{carried} {piece}".strip())
             carried = ""
-        elif _SAID_NAMES.fullmatch(piece) and all(_names(word) for word in re.findall(r"[\w.+#/@-]*\w", piece)):
-            carried = f"{carried} {piece}".strip()  # names alone ("pgx, pgxpool."), not a task ("delete x.css.")
+        elif _SAID_NAMES.fullmatch(piece) and (words := re.findall(r"[\w.+#/@-]*\w", _REACTION.sub("", piece))) and all(
+                _names(word) for word in words):
+            # names alone ("pgx, pgxpool.", "no, tuist."), not a task ("delete x.css.")
+            carried = f"{carried} {piece}".strip()
     if carried and kept:
         kept[-1] = f"{kept[-1]} {carried}"
     return kept

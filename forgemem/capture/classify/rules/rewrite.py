@@ -92,6 +92,7 @@ def _compose(clauses: list[str]) -> str:
 def _finish(text: str) -> str:
     """Tidy spaces and punctuation, capitalise, end with a full stop; code spans are left alone."""
     text, kept = _protect(text)
+    text = re.sub(r"\s+\(\s*\)(?=[\s,.;:]|$)", "", text)  # what filler left of "(btw lol)", not a call ("print()")
     text = re.sub(r"\s{2,}", " ", text).strip(" ,;:-")
     text = re.sub(r"\s+([,;:.!?)])(?=\s|$)", r"\1", text)
     text = re.sub(r"\.\s*\)", ")", text)
