@@ -155,3 +155,18 @@ def test_found_by_a_new_user_trial_same_in_every_repo_said_in_the_next_turn_move
                             ("assistant", "Noted."))
     (memory,) = written
     assert memory.scope == "user" and "rebase" in memory.body and "linear history" in memory.body, written
+
+
+def test_three_answer_languages_in_one_pass_leave_the_last_one_current(tmp_path, real_embedder):
+    """French, then Spanish, then English, in one pass: only English is written, and it replaces the German the store
+    held (the Spanish one said no word of change in English, so it was taken for a second rule, and English replaced
+    only it: French stayed current beside English)."""
+    workspace, old = _store_with(tmp_path, "answers in german", "user", "user-facts")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "réponds-moi en français à partir de maintenant"), ("assistant", "D'accord."),
+                            ("user", "no, mejor respóndeme siempre en español, es más fácil"), ("assistant", "Vale."),
+                            ("user", "actually just answer in english from now on, the team is international"),
+                            ("assistant", "OK."))
+    (memory,) = written
+    assert "english" in memory.body.lower() and memory.supersedes == (old.id,), written
+    assert _current(workspace, real_embedder) == {memory.id}

@@ -110,15 +110,30 @@ def test_a_turn_never_holds_a_session_or_time_that_is_not_text(workspace, tmp_pa
     assert turn["session_id"] is None and turn["timestamp"] is None and turn["text"] == "and a list for a time"
 
 
-def test_invalid_utf8_is_read_with_replacement_and_said(workspace, tmp_path):
+def test_invalid_utf8_is_read_without_its_bad_bytes_and_said(workspace, tmp_path):
+    """The record is read (not skipped, as the notice and `--status` used to say), and no replacement character
+    reaches the turn: it had reached a memory as "never npm ��"."""
     transcript = tmp_path / "session.jsonl"
     bad = b'{"type": "user", "sessionId": "s-1", "message": {"content": "caf\xe9 \xff\xfe never do this"}}\n'
     transcript.write_bytes(bad + exchange("second", 2).encode())
     said: list[str] = []
     observer = Observer(workspace, [transcript], cadence=10, on_notice=said.append)
-    observer.poll(transcript)
-    assert observer.state.transcript(str(transcript))["humans"] == 2
-    assert len(said) == 1 and "not UTF-8" in said[0]
+    observer.poll(transcript, final=True)
+    row = observer.state.transcript(str(transcript))
+    assert row["humans"] == 2 and row["skipped"] == 0
+    assert len(said) == 1 and "not UTF-8" in said[0] and "skipped" not in said[0], said
+    [pending] = observer.state.pending()
+    first = json.loads(pending["turns"])[0]["text"]
+    assert first.split() == ["caf", "never", "do", "this"] and "\ufffd" not in first
+
+
+def test_a_transcript_whose_first_record_is_huge_is_still_known(workspace, tmp_path):
+    from forgemem.capture.transcripts import detect_format
+
+    transcript = tmp_path / "session.jsonl"
+    huge = json.dumps({"type": "user", "sessionId": "s-1", "message": {"role": "user", "content": "x" * (5 << 20)}})
+    transcript.write_text(huge + "\n" + exchange("in this repo always use pnpm", 1))
+    assert detect_format(transcript) == "claude-code"
 
 
 def test_deep_nesting_in_the_first_line_does_not_stop_finding_the_format(workspace, tmp_path):

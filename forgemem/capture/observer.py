@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import Batch
+from forgemem.capture.formats.base import NOT_UTF8
 from forgemem.capture.passes import CADENCE_BUDGET, COMPACTION_BUDGET, MAX_TURN_CHARS, record_pass, turn_to_json
 from forgemem.capture.state import (
     LAST_WRITES,
@@ -161,9 +162,13 @@ class Observer:
                 read += count
         except StateBusy as exc:
             self._notice(f"{path}: {exc}; what is new is read next time")
-        if skipped:
-            shown = "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "")
-            self._notice(f"{path}: skipped {len(skipped)} record(s) that cannot be read: {shown}")
+        mended = [note for note in skipped if note.endswith(NOT_UTF8)]
+        skipped = [note for note in skipped if not note.endswith(NOT_UTF8)]
+        for notes, said in ((skipped, "skipped {n} record(s) that cannot be read"),
+                            (mended, "read {n} record(s) without the bytes of them that are not UTF-8")):
+            if notes:
+                shown = "; ".join(notes[:3]) + (f"; and {len(notes) - 3} more" if len(notes) > 3 else "")
+                self._notice(f"{path}: {said.format(n=len(notes))}: {shown}")
         return read
 
     def _poll_chunk(self, path: Path, key: str, compaction: bool, final: bool, skipped: list[str]) -> tuple[int, bool]:
@@ -238,7 +243,7 @@ class Observer:
                 humans_at_pass,
                 compactions,
                 next_turn,
-                len(result.skipped),
+                sum(not note.endswith(NOT_UTF8) for note in result.skipped),
                 time.time(),
                 key,
             ),

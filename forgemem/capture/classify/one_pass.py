@@ -111,6 +111,7 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
     """
     from forgemem.capture.classify.relate import Candidate, _said_to_go
     from forgemem.capture.classify.relate import relate as decide_relation
+    from forgemem.capture.classify.relate_person import person_change
 
     kept: list[Proposal] = []
     for proposal in proposals:
@@ -148,9 +149,11 @@ def _latest_only(proposals: list[Proposal], similarity) -> list[Proposal]:
                 # different stores; said with a word of where, the two may both hold (a repo's exception to a
                 # personal rule)
                 relation, index = "supersedes", 0
-            elif relation == "supersedes" and not _SAYS_A_CHANGE.search(proposal.quote):
+            elif (relation == "supersedes" and not _SAYS_A_CHANGE.search(proposal.quote)
+                  and person_change(proposal.quote, proposal.scope, [candidate]) != 0):
                 # two statements of one pass with no word of a change between them ("this codebase is all
-                # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier
+                # TestCase" … "stick with TestCase here"): both hold, the later does not replace the earlier (a
+                # value of the person changed says so: "réponds-moi en français" … "mejor respóndeme en español")
                 relation = "relates-to"
             elif relation == "supersedes" and _agrees(earlier, proposal, candidate):
                 # what goes was already turned down by the earlier rule ("dags don't go in the root dags/ folder …"
@@ -236,10 +239,13 @@ def _swaps(later: Proposal, earlier) -> bool:
     from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, features
     from forgemem.capture.classify.relate_language import _negated
     from forgemem.capture.classify.relate_names import _side
+    from forgemem.capture.classify.relate_person import person_change
 
     x = features(later.text, later.quote, later.category, later.scope, earlier)
     if x[_NUMBER_CHANGE] or x[_NEGATED]:
         return True
+    if person_change(later.quote, later.scope, [earlier]) == 0:
+        return True  # a value of the person changed: "réponds-moi en français" … "answer in english"
     # a name the earlier statement held (not one it turned down itself: "not fixing heroku stuff anymore, use
     # Fly.io") and the later one no longer names ("fly deploy" names fly.io)
     now = _side(f"{later.quote}\n{later.text}").names

@@ -257,7 +257,10 @@ def _values(text: str, *, new: bool) -> dict[str, set[str]]:
 
 
 #: said as how it is from now on
-_FROM_NOW = re.compile(r"\b(?:from now on|going forward|always|by default|in general|anymore|any more|from here on)\b", re.I)
+_FROM_NOW = re.compile(r"\b(?:from now on|going forward|always|by default|in general|anymore|any more|from here on|"
+                       # the same in the other languages people write to their agent in
+                       r"siempre|sempre|toujours|immer|désormais|dorénavant|à partir de maintenant|a partir de ahora|"
+                       r"de ahora en adelante|ab jetzt|ab sofort|künftig|d'ora in poi|voortaan|altijd)(?!\w)", re.I)
 
 
 def _adds(said: str) -> bool:

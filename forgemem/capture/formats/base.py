@@ -186,15 +186,19 @@ def text_of(value) -> str:
     return value if isinstance(value, str) else ""
 
 
+#: the note for a record read without the bytes of it that are not UTF-8 (read, so not counted as skipped)
+NOT_UTF8 = "not UTF-8: read without the bytes that are not"
+
+
 def decode_record(raw: bytes) -> tuple[object, str | None]:
     """A JSONL line as a value, and what was wrong with it (None: nothing). Never raises: bytes that are
-    not UTF-8 are read with replacement characters; a line that is not JSON, nests deeper than the
+    not UTF-8 are dropped and the rest is read (`NOT_UTF8`); a line that is not JSON, nests deeper than the
     parser goes or holds a number too long to convert is (None, why)."""
     problem = None
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text, problem = raw.decode("utf-8", "replace"), "not UTF-8 (read with replacement characters)"
+    except UnicodeDecodeError:  # what is not UTF-8 is dropped, so no "��" reaches a memory; the rest is read
+        text, problem = raw.decode("utf-8", "replace").replace("\ufffd", ""), NOT_UTF8
     if not text.strip():
         return None, None
     try:

@@ -48,22 +48,36 @@ def get(name: str) -> Format:
 
 
 #: what format detection reads: the head a file-name check looks at, then up to this many whole lines of at
-#: most this many bytes in all (a first prompt holding a pasted log is one line of 100 KB or more)
+#: most this many bytes in all (a first prompt holding a pasted log is one line of 100 KB or more); a line longer
+#: than that is passed over (read, not kept), up to SKIP_BYTES in all, so a transcript whose first prompt holds a
+#: pasted dump of many megabytes is still known by the records after it
 HEAD_BYTES = 65536
 RECORD_LINES = 20
 RECORD_BYTES = 4 * 1024 * 1024
+SKIP_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
 
 
-def _first_lines(handle, count: int, budget: int) -> list[bytes]:
-    """Up to `count` whole lines from `handle`, reading at most `budget` bytes; a line cut by the budget is dropped."""
+def _first_lines(handle, count: int, budget: int, skip: int = SKIP_BYTES) -> list[bytes]:
+    """Up to `count` whole lines from `handle`, reading at most `budget` bytes of lines kept; a line longer than
+    what is left of the budget is passed over, reading at most `skip` bytes of such lines in all."""
     lines: list[bytes] = []
     while len(lines) < count and budget > 0:
         line = handle.readline(budget)
         if not line:
             break
-        budget -= len(line)
-        if line.endswith(b"\n") or budget > 0:
+        if line.endswith(b"\n") or len(line) < budget:  # whole, or the file's last line
             lines.append(line)
+            budget -= len(line)
+            continue
+        skip -= len(line)
+        while skip > 0 and not line.endswith(b"\n"):
+            line = handle.readline(min(skip, _CHUNK))
+            if not line:
+                return lines
+            skip -= len(line)
+        if skip <= 0:
+            break
     return lines
 
 
