@@ -11,7 +11,7 @@
   on purpose" says the sentence before it is the way here; "house style here is …" is the repository's;
 - "exported from aseprite like always", "its gotta be the filter thing" and "write tests for PriceFormatter" are no
   rules;
-- "(btw lol)" leaves no empty brackets in the rule;
+- "(btw lol)" leaves no empty brackets in the rule; a sentence wrapped onto the next line is one sentence;
 - "decision for the project: physics runs in FixedUpdate …" is a decision; "you keep giving me godot 3 code" a
   correction.
 """
@@ -137,3 +137,30 @@ def test_you_keep_giving_me_the_wrong_thing_is_a_correction(tmp_path, real_embed
                                      "that."),
                             ("assistant", "Sorry — rewritten for Godot 4 with await."))
     assert [m.category for m in written if "godot 4" in m.body.lower()] == ["corrections"], written
+
+
+@pytest.mark.parametrize("text, expected", [
+    # wrapped after a comma, going on in lower case: one sentence
+    ("in our playwright tests we use getByRole / getByLabel, data-testid only as last resort,\nnever css classes",
+     ["in our playwright tests we use getByRole / getByLabel, data-testid only as last resort, never css classes"]),
+    ("use the package root `@acme/ui` for imports and\nnever deep paths into its src",
+     ["use the package root `@acme/ui` for imports and never deep paths into its src"]),
+    # a line that ends on a word of its own, or a next line that starts a sentence, stays a line
+    ("I like my tests fast\nand the suite takes 40 minutes", ["I like my tests fast", "and the suite takes 40 minutes"]),
+    ("we deploy on fridays now,\nNever on mondays though", ["we deploy on fridays now,", "Never on mondays though"]),
+])
+def test_a_sentence_wrapped_onto_the_next_line_is_one_sentence(text, expected):
+    assert units(text) == expected
+
+
+def test_a_wrapped_rule_is_one_memory(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Run the e2e tests with pnpm exec playwright test.", "repo",
+                               "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "writing the e2e for signup, heres what codegen spat out:\n\n```ts\nawait page."
+                                     "locator('.btn-primary.mt-4').click();\n```\nthats garbage. in our playwright tests "
+                                     "we use getByRole / getByLabel, data-testid only as last resort,\nnever css "
+                                     "classes — the tailwind classes change every other week. rewrite it."),
+                            ("assistant", "Rewritten with getByRole and getByLabel."))
+    (memory,) = written
+    assert "getByRole" in memory.body and "css classes" in memory.body, written

@@ -20,6 +20,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<
                            r"(?:we|i|use|never|always|don't|do not|keep|our)\b)", re.I)
 
 
+#: a sentence wrapped onto the next line ("… data-testid only as last resort,\nnever css classes — …"): the line
+#: breaks where the sentence goes on (after a comma or a word that needs what follows) and the next line goes on in
+#: lower case; it is one sentence. A line that ends on a word of its own ("fix the header\nadd tests") stays a line.
+_WRAPPED = re.compile(r"(?:(?<=[,;–—])|" + "|".join(rf"(?<=\b{word})" for word in (
+    "and", "or", "but", "so", "the", "a", "to", "of", "in", "for", "with", "on", "because", "that", "which", "as"))
+    + r")[ \t]*\n[ \t]*(?=[a-z])")
+
+
 #: a request to fix what the sentence before it reported ("in useDebouncedSearch.ts the AbortController never aborts
 #: the previous request, so old results sometimes land after new ones. fix it"): that sentence is the task at hand
 _FIX_IT = re.compile(r"^\W*(?:(?:ok|so|pls|please|can you|could you|can u|then|now)\W+)*(?:fix|debug|investigate|"
@@ -34,6 +42,7 @@ def units(text: str) -> list[str]:
     text = _CODE_FENCE.sub("\n", text).strip()
     if not text or text.startswith(("/", "!")):
         return []  # slash commands and shell input
+    text = _WRAPPED.sub(" ", text)
     found: list[str] = []
     for line in text.splitlines():
         if _LOGGY.match(line) or line.startswith(">") or line.count("  ") > 3:
