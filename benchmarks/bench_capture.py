@@ -410,6 +410,12 @@ SETS = (
     ("v2 dev 34", "capture_v2_dev34.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
      " nor the other sets (a freelancer across client repositories, a JVM team: Spring, Gradle, Kafka);"
      " first measured 0.667 / 0.667, 7 of 12 changes of mind on ce628cd before any change, then read, never trained on"),
+    ("v2 dev 36", "capture_v2_dev36.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
+     " nor the other sets (data engineering and research computing: Spark, dbt, Slurm, MPI; pasted job logs);"
+     " first measured 0.611 / 0.688, 7 of 11 changes of mind on ce628cd before any change, then read, never trained on"),
+    ("v2 dev 37", "capture_v2_dev37.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
+     " nor the other sets (security and platform work: PowerShell, .NET on Azure, Vault, SOPS, OPA; German, French);"
+     " first measured 0.500 / 0.677, 8 of 11 changes of mind on ce628cd before any change, then read, never trained on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"

@@ -17,7 +17,7 @@ _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this on
 #: bit us twice."), belongs with what follows it
 _MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"
                         r"forget (?:that|it)|never ?mind|on second thought|changed my mind)\b)+\W*$", re.I)
-_DROPS = re.compile(r"^(?:scratch|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead|off the table)\b|"
+_DROPS = re.compile(r"^(?:(?:ok|okay|so|then|and)\W+)?(?:scratch|scrap|forget|drop|ditch|no more|not)\b|\b(?:is|are) (?:out|gone|dead|off the table)\b|"
                     r"\b(?:moved|moving) (?:off|away from)\b|\b(?:dropped|got rid of|ditched|no longer use)\b", re.I)
 
 
@@ -78,7 +78,7 @@ _SAYS_SO_BACK = re.compile(r"^\W*(?:(?:and|also|oh|btw|plus)\W+){0,2}(?:that (?:
                            # "that's the api standard from now on", "thats the formatter for ledgerd", "that's the
                            # decision"; "everywhere, not only in this component"
                            r"(?:that'?s|thats|this is|that is) (?:the|our) (?:[\w-]+ ){0,2}(?:standard|convention|rule|"
-                           r"decision|default|policy|pattern|approach|formatter|linter|setup)\b|"
+                           r"decision|default|policy|pattern|approach|formatter|linter|setup|format|layout|structure)\b|"
                            r"everywhere\b(?:,? not (?:just|only)\b|\W*$)|"
                            r"a convention|the convention|the standard|our standard|policy|the policy)\b|"
                            # "dont make me ask every time": the rule before it, insisted on

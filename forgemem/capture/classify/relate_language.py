@@ -85,7 +85,7 @@ _NEGATED_AFTER = _any(
     r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
     r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
     r"(?:now )?empty|unused|obsolete|a leftover|leftover|done|finished|retired|"
-    r"being (?:closed|removed)|end[- ]of[- ]life|eol|in maintenance mode|on (?:its|their|the) way out|sunset(?:ted)?|only for|no longer|not used|didn't work|reverted|ripped out|phased out|"
+    r"being (?:closed|removed)|closed|shut down|decommissioned|expired|used up|end[- ]of[- ]life|eol|in maintenance mode|on (?:its|their|the) way out|sunset(?:ted)?|only for|no longer|not used|didn't work|reverted|ripped out|phased out|"
     # going away: "external-secrets is getting ripped out", "the old runners are being phased out"
     r"(?:getting|being) (?:ripped out|removed|dropped|replaced|retired|killed|phased out|deleted|deprecated))",
     r"^(?:'s|is)? ?(?:no|not) (?:longer|more|used|anymore)", r"^\w* ?(?:anymore|any more)\b",

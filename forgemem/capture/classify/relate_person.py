@@ -226,6 +226,27 @@ def _teams(text: str) -> set[str]:
     return found - {"a", "the", "my", "our", "this", "that", "same", "other"}
 
 
+#: what the person is at work: "PhD student, climate modelling" held, "i'm now a research software engineer" said
+_ROLE_WORDS = (r"(?:student|phd student|phd candidate|postdoc|researcher|scientist|engineer|developer|dev|analyst|"
+               r"designer|architect|lead|tech lead|manager|intern|consultant|freelancer|contractor|founder|cto|admin|"
+               r"sre|maintainer|professor|teacher|data scientist|product manager|pm)")
+_ROLE = re.compile(rf"(?:\b(?:i'?m|i am|im|am|as|now|the user is)\s+(?:now |currently |still )?(?:an? )?|^)"
+                   rf"((?:[\w-]+ ){{0,3}}?{_ROLE_WORDS})\b", re.I)
+
+
+def _roles(text: str, said_as_theirs: bool) -> set[str]:
+    """The person's role: in a memory, a role it opens on ("PhD student, climate modelling"); in what the person
+    says, one they say they are ("i'm now a research software engineer")."""
+    found = set()
+    for m in _ROLE.finditer(text):
+        role = re.sub(r"^(?:a|an|the)\s+", "", m.group(1).strip().lower())
+        if (said_as_theirs and (m.group(0).strip() == m.group(1).strip() or m.group(1).lower().startswith("the "))
+                or re.match(r"(?:not|no|never)\b", role)):
+            continue  # said, a role must be said to be theirs ("i'm …", "as a …", not "i'm the lead on this one")
+        found.add(role)
+    return found
+
+
 # ------------------------------------------------------------------------------------------------ the decision
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|my|me|ich|mein|meine|mir|mich|je|j'|moi|mon|ma|yo|me|mi|eu|io|"
@@ -249,6 +270,8 @@ def _values(text: str, *, new: bool) -> dict[str, set[str]]:
             slots[f"answer-{scale}"] = values
     if teams := _teams(text):
         slots["team"] = teams
+    if roles := _roles(text, said_as_theirs=new):
+        slots["role"] = roles
     tools = _tools(text)
     if new and not (_ON_IT_NOW.search(text) or _FIRST_PERSON.search(text)):
         tools = {}

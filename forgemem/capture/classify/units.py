@@ -63,6 +63,7 @@ def units(text: str) -> list[str]:
 
 
 _REACTION = re.compile(r"^\W*(?:no|nope|nah|ok|okay|yes|yeah)\b\W*", re.I)
+_BESIDE_NAMES = {"instead", "now", "then", "only", "please", "pls", "too"}
 _SAID_NAMES = re.compile(r"[\w.+#/@`' ,-]{1,40}[.!]?")
 
 
@@ -77,9 +78,10 @@ def _names_carried(pieces: list[str]) -> list[str]:
         if len(piece.split()) >= 3:
             kept.append(f"{carried} {piece}".strip())
             carried = ""
-        elif _SAID_NAMES.fullmatch(piece) and (words := re.findall(r"[\w.+#/@-]*\w", _REACTION.sub("", piece))) and all(
+        elif _SAID_NAMES.fullmatch(piece) and (words := [w for w in re.findall(r"[\w.+#/@-]*\w", _REACTION.sub("", piece))
+                                                        if w.lower() not in _BESIDE_NAMES]) and all(
                 _names(word) for word in words):
-            # names alone ("pgx, pgxpool.", "no, tuist."), not a task ("delete x.css.")
+            # names alone ("pgx, pgxpool.", "no, tuist.", "jsonnet instead."), not a task ("delete x.css.")
             carried = f"{carried} {piece}".strip()
     if carried and kept:
         kept[-1] = f"{kept[-1]} {carried}"
