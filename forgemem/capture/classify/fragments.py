@@ -12,7 +12,8 @@ from forgemem.capture.classify.units import _CODE_ONLY, _ENDS_POINTING_BACK, _ON
 
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
 _POINTS_BACK = re.compile(r"^(?:\W*\w+\W+){0,3}?(?:a new one|it|that one|this one|them|those|the same|same|"
-                          r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b))\b", re.I)
+                          r"(?:use|do|follow|keep|apply|prefer) (?:that|this)(?! \w+ (?:is|are|was)\b)|"
+                          r"keep (?:doing|giving|writing) (?:that|this|it)|more of (?:that|this))\b", re.I)
 #: a unit that only says the mind changed ("hmm wait actually no."), or only drops the old choice ("scratch GORM, it
 #: bit us twice."), belongs with what follows it
 _MIND_ONLY = re.compile(r"^(?:\W*(?:hmm+|hm+|wait|actually|no+|nah|nope|ugh|ok(?:ay)?|so|well|oh|scratch that|"

@@ -26,7 +26,11 @@ _DONE_OR_GUESSED = _rx(r"^\W*(?:\w+\W+){0,2}?(?:i |we )?(?:\w+ed|did|ran|built|m
 #: the system's behaviour, described ("the api always returns 500 on empty body"): a bug to look at, unless the
 #: sentence says what to do about it
 _DESCRIBES = _rx(r"\b(?:always|never|sometimes|randomly|still) (?:returns|fails|crashes|throws|errors|breaks|hangs|"
-                 r"times out|comes back|spits out)\b")
+                 r"times out|comes back|spits out|hit|hits|fires?|triggers?|loads?|shows? up|gets? called|works?)\b",
+                 # praise of the last answer, said alone: "that explanation was exactly the level i need" (said
+                 # with what to keep doing, "… keep doing that for …", it is that rule's context)
+                 r"^\W*(?:\w+\W+){0,2}?(?:that|this|the last) (?:explanation|answer|reply|summary|one|walkthrough) "
+                 r"(?:was|is) (?:exactly|perfect|great|good|spot on|just right|really good|helpful)\b[^.;!?]*[.!]?\s*$")
 _SAYS_TO_DO = _rx(r"\b(?:use|prefer|from now on|going forward|instead|should|must|make sure|don'?t|do not)\b")
 #: someone else's opinion, reported: "my lead says we should never use ORMs for reporting" — not adopted ...
 _HEARSAY = _rx(r"^(?:\W*\w+\W+){0,3}?(?:my|our|the) (?:lead|boss|manager|cto|ceo|colleague|coworker|co-worker|teammate|"
@@ -156,14 +160,15 @@ _REQUEST = _rx(r"^(?:\W*\w+\W+){0,5}?i need (?!you\b|to (?:always|never)\b|(?:al
                # ... in the other languages people write to their agent
                r"^(?:\W*\w+\W+){0,2}?(?:il me faut|j'ai besoin d|je veux|je voudrais|peux-tu|tu peux|ich brauche?|"
                r"ich möchte|ich will|kannst du|könntest du|necesito|quiero|puedes|podrías|preciso|quero|você pode|"
-               r"mi serve|voglio|puoi|ik wil|kun je|kan je)\b")
+               r"mi serve|voglio|puoi|ik wil|kun je|kan je|ich muss|wir müssen|je dois|tengo que|devo)\b")
 
 
 #: a piece of work that ends: "just for this analysis keep it pandas", "for the board deck: theme_minimal", "it's a
 #: throwaway" (even beside "i know we're polars in this repo"), unless said of every time ("for the weekly report always
 #: use the finance calendar")
 _FOR_A_PIECE_OF_WORK = _rx(r"\b(?:just |only )?for (?:this|that|the) (?:\w+ )?(?:analysis|report|deck|slides?|presentation|"
-                           r"meeting|notebook|experiment|prototype|poc|workshop|talk|investigation)\b",
+                           r"meeting|notebook|experiment|prototype|poc|workshop|talk|investigation|batch|run|release|sprint|ticket|"
+                           r"incident|migration|demo)\b",
                            r"\b(?:it'?s|its|this is|that'?s) (?:a |just a )?(?:throwaway|one-off|one off)\b")
 
 
@@ -219,8 +224,10 @@ _SAYS_WHEN_IT_RECURS = _rx(r"\b(?:always|never|every|each|whenever|when(?:ever)?
 
 #: what a thing asked for does, said of it: "add a test that checks every SnowflakeSource table exists" (its "every" says
 #: what the test covers, not when the work recurs)
-_WHAT_IT_CHECKS = re.compile(r"\b(?:tests?|checks?|lints?|scripts?|assertions?|validations?|guards?)\s+(?:that|which|to)\s+"
-                             r"(?:checks?|verif(?:y|ies)|asserts?|makes? sure|ensures?|fails?|validates?)\b.*$", re.I)
+_WHAT_IT_CHECKS = re.compile(r"\b(?:tests?|checks?|lints?|scripts?|assertions?|validations?|guards?|polic(?:y|ies)|"
+                             r"rules?|hooks?|jobs?)\s+(?:that|which|to)\s+"
+                             r"(?:checks?|verif(?:y|ies)|asserts?|makes? sure|ensures?|fails?|validates?|requires?|"
+                             r"denies|blocks?|rejects?|enforces?)\b.*$", re.I)
 
 
 def never_durable(sentence: str) -> bool:

@@ -191,7 +191,7 @@ _SUBJECT, _FAMILIES, _OVERLAP, _FLIP, _SIMILARITY = (
     FEATURES.index(f) for f in ("subject_shared", "family_shared", "content_overlap", "polarity_flip", "similarity"))
 #: the share of content words, or the cosine, from which two statements are on one subject; a subject word
 #: shared ("run" the tests, "run" the linter) counts only from NEAR_AT
-SAME_WORDS_AT, SAME_MEANING_AT, NEAR_AT = 0.25, 0.5, 0.3
+SAME_WORDS_AT, SAME_MEANING_AT, NEAR_AT, NUMBER_NEAR_AT = 0.25, 0.5, 0.3, 0.4
 #: the score given to a swap of one tool of a kind for another (`relate`): above `offline.CHANGE_OF_MIND_AT`
 EXCLUSIVE_SWAP = 0.6
 #: kinds of which a project holds several at once: a language or a database named in a new rule where another was
@@ -275,7 +275,10 @@ def _on_subject(x: list[float]) -> bool:
     """Whether a pair is about one subject: a name, a kind of tool or a subject word shared, their words, or
     their meaning (said in another language: "l'API renvoie désormais …" and "API error messages …")."""
     return bool(x[_SHARED] or x[_FAMILY_SWAP] or x[_FAMILIES] or x[_OVERLAP] >= SAME_WORDS_AT
-                or x[_SIMILARITY] >= SAME_MEANING_AT or (x[_SUBJECT] and x[_SIMILARITY] >= NEAR_AT))
+                or x[_SIMILARITY] >= SAME_MEANING_AT or (x[_SUBJECT] and x[_SIMILARITY] >= NEAR_AT)
+                # a measure moved, said close in meaning: "it's wednesdays 14:00–16:00 utc now" where "Prod deploys
+                # only Tue/Thu 10:00-12:00 UTC" held
+                or (x[_NUMBER_CHANGE] and x[_SIMILARITY] >= NUMBER_NEAR_AT))
 
 
 # --------------------------------------------------------------------------- model

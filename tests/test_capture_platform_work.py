@@ -1,0 +1,55 @@
+"""Capture in the words of security and platform work (read off development set 37; each case failed on 0d492b7):
+
+- one-offs tied to a batch, a run or a release ("for this batch nosemgrep with a reason on each"), a German task
+  ("ich muss das Bicep-Template … anpassen"), what a system never does ("breakpoints in IntakeBlobTrigger never hit")
+  and praise of the last answer said alone are no rules;
+- "that explanation was exactly the level i need. keep doing that for anything azure networking" is one rule about
+  how to answer the person;
+- a measure moved, said close in meaning ("it's wednesdays 14:00–16:00 utc now" where "Prod deploys only Tue/Thu
+  10:00-12:00 UTC" held), replaces the old rule.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from forgemem.capture.classify.learned import never_durable
+from forgemem.capture.classify.relate import Candidate, relate
+
+from .test_capture_changes import _conversation
+from .test_capture_gates import _store_with
+
+
+@pytest.mark.parametrize("sentence, never", [
+    ("for this batch nosemgrep with a reason on each, i'll bring the rule tuning up with appsec next week", True),
+    ("for this release skip the e2e suite", True),
+    ("Ich muss das Bicep-Template für den neuen Storage Account in rg-dataplat-weu anpassen", True),
+    ("breakpoints in IntakeBlobTrigger never hit", True),
+    ("the cron job never fires on sundays", True),
+    ("that explanation was exactly the level i need", True),
+    ("migrations never run automatically in prod", False),
+    ("for every release attach the SBOM", False),
+])
+def test_one_offs_reports_and_praise_are_no_rules(sentence, never):
+    assert never_durable(sentence) is never
+
+
+def test_keep_doing_that_after_praise_is_how_to_answer_the_person(tmp_path, real_embedder):
+    workspace, _ = _store_with(tmp_path, "Deploy with the release pipeline only.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "pods in ns payments stuck in ContainerCreating since the redeploy"),
+                            ("assistant", "The CSI driver can't reach the vault: the private endpoint's DNS zone isn't "
+                                          "linked to the cluster VNet. Here is what each piece does: …"),
+                            ("user", "yes, that explanation was exactly the level i need. keep doing that for anything "
+                                     "azure networking"),
+                            ("assistant", "Will do."))
+    (memory,) = written
+    assert "networking" in memory.body and memory.scope == "user" and memory.category == "user-facts", written
+
+
+def test_a_measure_moved_said_close_in_meaning_replaces_the_old_rule():
+    old = Candidate("Prod deploys only Tue/Thu 10:00-12:00 UTC.", "project-conventions", "repo", 0.42)
+    said = "ah wait the window changed this month it's wednesdays 14:00–16:00 utc now, only that day."
+    assert relate(said, said, "project-conventions", "repo", [old])[:2] == ("supersedes", 0)
+    far = Candidate("Prod deploys only Tue/Thu 10:00-12:00 UTC.", "project-conventions", "repo", 0.2)
+    assert relate(said, said, "project-conventions", "repo", [far])[0] == "new"
