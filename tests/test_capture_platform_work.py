@@ -16,7 +16,7 @@ import pytest
 from forgemem.capture.classify.learned import never_durable
 from forgemem.capture.classify.relate import Candidate, relate
 
-from .test_capture_changes import _conversation
+from .test_capture_changes import _conversation, _current
 from .test_capture_gates import _store_with
 
 
@@ -53,3 +53,19 @@ def test_a_measure_moved_said_close_in_meaning_replaces_the_old_rule():
     assert relate(said, said, "project-conventions", "repo", [old])[:2] == ("supersedes", 0)
     far = Candidate("Prod deploys only Tue/Thu 10:00-12:00 UTC.", "project-conventions", "repo", 0.2)
     assert relate(said, said, "project-conventions", "repo", [far])[0] == "new"
+
+
+def test_a_change_taken_back_in_the_next_turn_writes_nothing_and_keeps_the_stored_rule(tmp_path, real_embedder):
+    """"hmm wait, no. … keep conventional commits, forget what i said" takes back the turn before it; its words of
+    taking back were read as taking back the stored rule, which a garbled memory then replaced."""
+    workspace, old = _store_with(tmp_path, "Commit messages follow Conventional Commits.", "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "commit the cert report changes. actually you know what, lets stop doing "
+                                     "conventional commits, nobody reads the prefixes anyway"),
+                            ("assistant", "Committed as 'Add cert expiry report'."),
+                            ("user", "hmm wait, no. release-please builds the changelog and the version bump from those "
+                                     "prefixes. keep conventional commits, forget what i said. amend it as "
+                                     "feat(reports): ..."),
+                            ("assistant", "Amended: feat(reports): add cert expiry report."))
+    assert written == []
+    assert old.id in _current(workspace, real_embedder)

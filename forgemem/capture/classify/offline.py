@@ -252,7 +252,7 @@ class OfflineClassifier:
                        + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
                        + (f" ({similarity:.2f})" if target else ""),
             ))
-        proposals = _not_taken_back(proposals, plain, batch.turns)
+        proposals = _not_taken_back(proposals, plain + [(unit, turn) for unit, turn, *_ in found], batch.turns)
         similarity = _similarity(embedder)
         proposals = _one_thought(_latest_only(proposals, similarity), similarity)
         return Classification(proposals, self.name)  # nothing sent anywhere

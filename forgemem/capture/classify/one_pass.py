@@ -68,21 +68,27 @@ def _joined(first: str, second: str, said: str) -> str:
 
 #: words that take back what was just said, anywhere in a sentence that says nothing new ("hmm. 4 more plus the
 #: saga... ok no, forget it, too much churn")
-_TAKES_BACK = re.compile(r"\b(?:forget (?:it|that|about it)|never ?mind|scratch that|on second thought|i take (?:it|that) "
-                         r"back|(?:ok|okay),? no\b)", re.I)
+_TAKES_BACK = re.compile(r"\b(?:forget (?:it|that|about it|what i said|everything i said)|never ?mind|scratch that|"
+                         r"on second thought|i take (?:it|that) back|(?:ok|okay),? no\b|wait,? no\b|no,? wait\b)", re.I)
 
 
 def _not_taken_back(proposals: list[Proposal], plain: list[tuple[str, Turn]], turns: list[Turn]) -> list[Proposal]:
-    """The proposals but the last rule of the person's turn before a sentence that takes it back and says no
-    rule of its own (`plain`: "lets move global state to zustand going forward" … "ok no, forget it, too much
-    churn": taken back within the pass)."""
+    """The proposals but the last rule of the person's turn before a sentence that takes it back (`plain`: the
+    sentences that say no rule of their own, and any that takes back: "lets move global state to zustand going
+    forward" … "ok no, forget it, too much churn": taken back within the pass)."""
     kept = list(proposals)
     asked = [t for t in turns if t.role == "user"]
-    for turn in (turn for sentence, turn in plain if _TAKES_BACK.search(sentence)):
+    taking_back = [turn for sentence, turn in plain if _TAKES_BACK.search(sentence)]
+    for turn in (turn for i, turn in enumerate(taking_back) if all(turn is not t for t in taking_back[:i])):
         n = asked.index(turn)
         dropped = next((p for p in reversed(kept) if p.turn is asked[n - 1]), None) if n > 0 else None
         if dropped is not None:
             kept.remove(dropped)
+            # ... and what the turn that takes it back would replace for the words of taking back ("hmm wait, no.
+            # release-please builds the changelog from those prefixes. keep conventional commits, forget what i
+            # said"): they take back what was said in this pass, not a memory of the store
+            kept = [p for p in kept if not (p.turn is turn and p.relation == "supersedes"
+                                            and _TAKES_BACK.search(p.quote) and not _SAYS_THE_NEW.search(p.quote))]
     return kept
 
 
