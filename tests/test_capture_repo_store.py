@@ -164,3 +164,64 @@ def test_a_repository_cache_that_cannot_hold_the_state_leaves_it_where_it_is(git
     assert observer.hand_over() == 0
     assert said and "stays in" in said[-1], said
     assert cache.read_text() == "not a folder\n"
+
+
+def _session_in(folder: Path, *turns: str) -> str:
+    """A Claude Code session whose records say it ran in `folder`."""
+    lines = []
+    for n, text in enumerate(turns):
+        lines.append(json.dumps({"type": "user", "sessionId": "s", "cwd": str(folder),
+                                 "message": {"role": "user", "content": text}}))
+        lines.append(json.dumps({"type": "assistant", "sessionId": "s", "cwd": str(folder), "message": {
+            "id": f"m{n}", "role": "assistant", "content": [{"type": "text", "text": "Okay."}]}}))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_session_of_another_project_on_this_machine_is_read_there_not_here(cli, git_repo, tmp_path, monkeypatch,
+                                                                            isolated_home):
+    """Found by a new-user trial: observing ~/.codex/sessions (or another project's Claude Code folder) from one
+    repository wrote the other project's "in this repo" rules into this repository's store, and from outside any
+    repository into the person's store."""
+    other = tmp_path / "tools"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(_session_in(other, "in this repo we vendor dependencies with go mod vendor, never commit "
+                                             "without the vendor dir", "fix the typo in main.go"))
+    for here in (git_repo, tmp_path / "work"):  # another repository, and a folder in none
+        monkeypatch.chdir(here)
+        result = cli("observe", "--once", "--final", str(transcript))
+        assert result.code == 0, result.err
+        assert f"this session ran in {other.resolve()}, another project" in result.err
+        assert memory_files(git_repo / ".forge" / "memory") == []
+        assert memory_files(isolated_home / ".forge" / "memory") == []
+    monkeypatch.chdir(other)  # where it ran: read, and the rule goes to that project's store
+    result = cli("observe", "--once", "--final", str(transcript))
+    assert result.code == 0, result.err
+    [written] = memory_files(other / ".forge" / "memory")
+    assert "vendor" in written.read_text()
+
+
+def test_a_session_that_ran_on_another_machine_is_read_here(cli, git_repo, tmp_path, monkeypatch, isolated_home):
+    monkeypatch.chdir(git_repo)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(_session_in(Path("/nonexistent/elsewhere/project"),
+                                      "never use npm in this repository, it's pnpm only", "fix the footer"))
+    result = cli("observe", "--once", "--final", str(transcript))
+    assert result.code == 0, result.err
+    assert "another project" not in result.err
+    [written] = memory_files(git_repo / ".forge" / "memory")
+    assert "pnpm" in written.read_text()
+
+
+def test_a_session_in_a_repository_inside_this_one_is_read_here(cli, git_repo, tmp_path, monkeypatch, isolated_home):
+    inner = git_repo / "vendor" / "lib"  # a submodule, say: its rules are this project's
+    inner.mkdir(parents=True)
+    git(inner, "init", "-q", "-b", "main")
+    monkeypatch.chdir(git_repo)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(_session_in(inner, "never use npm in this repository, it's pnpm only", "fix the footer"))
+    result = cli("observe", "--once", "--final", str(transcript))
+    assert result.code == 0, result.err
+    assert "another project" not in result.err
+    assert len(memory_files(git_repo / ".forge" / "memory")) == 1

@@ -42,6 +42,7 @@ from forgemem.capture.transcripts import (
     detect_format,
     flush,
     read_new,
+    recorded_cwd,
     storable_state,
 )
 
@@ -97,6 +98,7 @@ class Observer:
             self.state.adopt(workspace.stores["user"].cache_dir / STATE_NAME, self.targets)
         self._capturer = capturer
         self._not_transcripts: dict[Path, tuple[int, int]] = {}  # files seen not to be one: (size, mtime)
+        self._projects: dict[str, Path | None] = {}  # transcript -> the other project it ran in (`elsewhere`)
 
     # ------------------------------------------------------------ finding transcripts
 
@@ -149,6 +151,8 @@ class Observer:
             stat = os.stat(path)
         except OSError:
             return 0
+        if self.elsewhere(path) is not None:
+            return 0  # read where it ran: its rules belong to that project's store (said once, by `elsewhere`)
         row = self.state.transcript(key)
         if row is not None and not (compaction or final) and _unchanged(
             row, (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
@@ -170,6 +174,24 @@ class Observer:
                 shown = "; ".join(notes[:3]) + (f"; and {len(notes) - 3} more" if len(notes) > 3 else "")
                 self._notice(f"{path}: {said.format(n=len(notes))}: {shown}")
         return read
+
+    def elsewhere(self, path: Path) -> Path | None:
+        """The git repository another session ran in (its transcript's folder, on this machine), when it is not
+        this workspace's (nor one inside it, or around it): what it says of "this repo" belongs to that project's store, not this one's nor the
+        person's, so it is not read here (said once). None: read it here."""
+        key = str(path)
+        if key not in self._projects:
+            from forgemem.store.folder import find_repo_root
+
+            cwd, repo, other = recorded_cwd(path), self.workspace.stores.get("repo"), None
+            here = repo.memory_dir.parent.parent.resolve() if repo is not None else None
+            if cwd and Path(cwd).is_dir() and (root := find_repo_root(Path(cwd))) is not None and (
+                    here is None or not (root == here or here in root.parents or root in here.parents)):
+                other = root
+                self._notice(f"{path}: this session ran in {other}, another project; not read here (its project "
+                             f"rules belong to that project's store): `forgemem -C {other} observe --once {path}`")
+            self._projects[key] = other
+        return self._projects[key]
 
     def _poll_chunk(self, path: Path, key: str, compaction: bool, final: bool, skipped: list[str]) -> tuple[int, bool]:
         """One chunk of a transcript, inside the write transaction: (turns read, more to read)."""

@@ -36,7 +36,7 @@ from forgemem.capture.formats.base import (
 )
 
 __all__ = ["ASSISTANT", "FORMATS", "HUMAN", "Compaction", "Event", "ReadResult", "Turn", "clean_text",
-           "detect_format", "flush", "human_text", "read_all", "read_new", "storable_state"]
+           "detect_format", "flush", "human_text", "read_all", "read_new", "recorded_cwd", "storable_state"]
 
 FORMATS = registry.names()
 
@@ -44,6 +44,11 @@ FORMATS = registry.names()
 def detect_format(path: Path) -> str | None:
     """The format of a transcript from its name and first lines; None when unknown."""
     return registry.detect(path)
+
+
+def recorded_cwd(path: Path) -> str | None:
+    """The folder the session ran in, when its transcript records one."""
+    return registry.recorded_cwd(path)
 
 
 def read_new(path: Path, fmt: str, offset: int = 0, state: dict | None = None, limit: int | None = None) -> ReadResult:

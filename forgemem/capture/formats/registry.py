@@ -110,3 +110,25 @@ def detect(path: Path) -> str | None:
             if fmt.record is not None and fmt.record(record):
                 return fmt.name
     return None
+
+
+def recorded_cwd(path: Path) -> str | None:
+    """The folder the session ran in, as its transcript records it (Claude Code: "cwd" on its records; Codex: the
+    session_meta payload's "cwd"); None when it records none."""
+    import json
+    import os
+
+    try:
+        with open(path, "rb") as handle:
+            lines = _first_lines(handle, RECORD_LINES, RECORD_BYTES)
+    except OSError:
+        return None
+    for raw in lines:
+        try:
+            record = json.loads(raw.decode("utf-8", errors="replace"))
+        except (ValueError, RecursionError):
+            continue
+        for holder in (record, record.get("payload")) if isinstance(record, dict) else ():
+            if isinstance(holder, dict) and isinstance(holder.get("cwd"), str) and os.path.isabs(holder["cwd"]):
+                return holder["cwd"]
+    return None
