@@ -69,3 +69,16 @@ def test_a_change_taken_back_in_the_next_turn_writes_nothing_and_keeps_the_store
                             ("assistant", "Amended: feat(reports): add cert expiry report."))
     assert written == []
     assert old.id in _current(workspace, real_embedder)
+
+
+def test_a_rule_said_again_is_not_a_new_version(tmp_path, real_embedder):
+    """Found by a new-user trial: "reminder: we use pnpm in this repo" wrote a second, unlinked pnpm rule, and "again,
+    use pnpm here, not npm" a new version that lost the hand-written reason of the one the store held."""
+    workspace, old = _store_with(tmp_path, "Use pnpm for everything in this repository (bun broke the lockfile in CI).",
+                                 "repo", "project-conventions")
+    written = _conversation(workspace, real_embedder,
+                            ("user", "reminder: we use pnpm in this repo"), ("assistant", "Noted."),
+                            ("user", "add a date picker to the settings page"), ("assistant", "Done."),
+                            ("user", "again, use pnpm here, not npm"), ("assistant", "Sorry, reinstalled with pnpm."))
+    assert written == []
+    assert _current(workspace, real_embedder) == {old.id}

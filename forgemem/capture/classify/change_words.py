@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, CAN_GO
+from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, CAN_GO, _negated
 
 #: a sentence that says a choice changed ("poetry is out, it's uv now"): one the heads find not durable enough is
 #: still a memory when it replaces a rule the store holds (`offline.CHANGE_OF_MIND_FLOOR`)
@@ -147,10 +147,22 @@ _DECIDED = re.compile(r"\b(?:we (?:decided|chose|settled on|agreed on|went with)
 _AS_USUAL = re.compile(r"\b(?:like|as) (?:always|usual|before|we always do)\b|\bsame as (?:always|usual|before)\b|"
                        # "no emojis in commits, I've told you this before"
                        r"\b(?:i(?:'ve| have)? told you|i(?:'ve| have)? said) (?:this|that|it) (?:before|already|a \w+ times)\b|"
-                       r"\bas i (?:said|told you)\b", re.I)
+                       r"\bas i (?:said|told you)\b|"
+                       # "reminder: we use pnpm in this repo", "again, use pnpm here, not npm", "like i said, …"
+                       r"^\W*(?:(?:just |friendly |quick )?reminder|(?:once )?again|like i said|as a reminder)\b\W", re.I)
 #: how close (cosine) the memory such a rule restates must be
 RESTATED_AT = 0.35
 
 
 def says_as_usual(sentence: str) -> bool:
     return bool(_AS_USUAL.search(sentence))
+
+
+def holds_the_same(memory: str, said: str) -> bool:
+    """Whether the memory names every name the person says is to be used ("again, use pnpm here, not npm" where "Use
+    pnpm for everything in this repository" held): said again, it is no new version (which would lose the memory's
+    own words, its reason or a hand edit)."""
+    from forgemem.capture.classify.relate_names import _side
+
+    wanted = {name for name in _side(said).names if not _negated(said, name)}
+    return bool(wanted) and wanted <= _side(memory).names

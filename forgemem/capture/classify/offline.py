@@ -24,6 +24,7 @@ from forgemem.capture.classify.change_words import (
     _names_in,
     asked_in,
     dropped_names,
+    holds_the_same,
     says_as_usual,
 )
 from forgemem.capture.classify.fragments import _apart_from_the_usual, _merge_fragments, _taken_back
@@ -220,9 +221,10 @@ class OfflineClassifier:
             if (changes_mind and (relation != "supersedes" or similarity < CHANGE_OF_MIND_AT)
                     and not _kept_by_the_pass(said[i], turn, relation, target, proposals)):
                 continue
-            if relation != "supersedes" and says_as_usual(unit) and any(
-                    n.memory.scope == scope and n.similarity >= RESTATED_AT for n in nearest):
-                continue  # "pnpm, like always": the rule the store holds, said again
+            if says_as_usual(unit) and any(n.memory.scope == scope and n.similarity >= RESTATED_AT
+                                           and (relation != "supersedes" or holds_the_same(n.memory.body, unit))
+                                           for n in nearest):
+                continue  # "pnpm, like always", "again, use pnpm here, not npm": the rule the store holds, said again
             replaced = next((n.memory for n in nearest if n.memory.id == target), None)
             if relation == "supersedes" and replaced:
                 # a new version of a memory keeps its kind (in every labelled set, 36 of 37 changes of mind do): a
