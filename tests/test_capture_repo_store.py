@@ -225,3 +225,22 @@ def test_a_session_in_a_repository_inside_this_one_is_read_here(cli, git_repo, t
     assert result.code == 0, result.err
     assert "another project" not in result.err
     assert len(memory_files(git_repo / ".forge" / "memory")) == 1
+
+
+def test_what_the_run_that_creates_the_store_wrote_is_announced_by_the_next_prompt(cli, git_repo, tmp_path,
+                                                                                   monkeypatch, isolated_home):
+    """Found by a new-user trial: the run that created the repository's store kept its announcements in the user's
+    cache, and no prompt in the repository ever said what it had saved."""
+    from forgemem.agents import claude_code
+
+    monkeypatch.chdir(git_repo)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(session("never use npm in this repository, it's pnpm only", "fix the typo in the footer"))
+    assert cli("observe", "--once", "--final", str(transcript)).code == 0
+    [written] = memory_files(git_repo / ".forge" / "memory")
+    event = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(git_repo), "permission_mode": "default",
+             "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+    answer = json.loads(claude_code.claude_code(json.dumps(event), timeout_ms=60_000) or "{}")
+    assert answer.get("systemMessage", "").startswith("forgemem saved 1 memory: "), answer
+    again = json.loads(claude_code.claude_code(json.dumps(event), timeout_ms=60_000) or "{}")
+    assert "systemMessage" not in again  # said once
