@@ -244,3 +244,24 @@ def test_what_the_run_that_creates_the_store_wrote_is_announced_by_the_next_prom
     assert answer.get("systemMessage", "").startswith("forgemem saved 1 memory: "), answer
     again = json.loads(claude_code.claude_code(json.dumps(event), timeout_ms=60_000) or "{}")
     assert "systemMessage" not in again  # said once
+
+
+def test_a_purged_memory_is_not_captured_again_from_a_copy_of_its_transcript(cli, git_repo, tmp_path, monkeypatch,
+                                                                             isolated_home):
+    """Found by a new-user trial: `forget --purge` deleted the memory, and observing a copy of the transcript wrote it
+    back. The store's cache keeps a hash of what was purged, never its words."""
+    monkeypatch.chdir(git_repo)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(session("in this repo always connect to the staging db as the deploy user", "fix the footer"))
+    assert cli("observe", "--once", "--final", str(transcript)).code == 0
+    [written] = memory_files(git_repo / ".forge" / "memory")
+    memory_id = written.name.rsplit("-", 1)[1].removesuffix(".md")
+    assert cli("forget", memory_id, "--purge").code == 0
+    assert memory_files(git_repo / ".forge" / "memory") == []
+    kept = (git_repo / ".forge" / "cache" / "purged.sha256").read_text()
+    assert "staging" not in kept and len(kept.split()) == 2  # the text's and the quote's keys
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(transcript, copy)
+    result = cli("observe", "--once", "--final", str(copy))
+    assert result.code == 0, result.err
+    assert memory_files(git_repo / ".forge" / "memory") == []

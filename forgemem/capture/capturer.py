@@ -79,6 +79,7 @@ class Capturer:
         self.classifier = classifier or make_classifier(workspace)
         self._vectors: dict[str, object] = {}
         self._versions: tuple | None = None  # (snapshot, words of every version's text and quote -> id)
+        self._purged: set[str] | None = None  # keys of what was purged (`forgemem.store.purged`), read once a pass
         self.engine.remember_vectors()  # a pass asks for each sentence's vector several times
         for offline in (self.classifier, getattr(self.classifier, "fallback", None)):
             if isinstance(offline, OfflineClassifier) and offline.embedder() is None:
@@ -132,7 +133,7 @@ class Capturer:
     def run(self, batch: Batch) -> PassResult:
         started = time.perf_counter()
         self.engine.refresh()
-        self._versions = None
+        self._versions = self._purged = None
         classification: Classification = self.classifier.classify(batch, self.neighbours)
         result = PassResult(
             batch.trigger,
@@ -222,6 +223,16 @@ class Capturer:
                     index.setdefault(("quote", *_WORD.findall(quote.lower())), memory.id)
             self._versions = (snap, index)
         index = self._versions[1]
+        if self._purged is None:
+            from forgemem.store import purged
+
+            self._purged = purged.keys(store for store in self.workspace.stores.values() if store.exists())
+        if self._purged:
+            from forgemem.store.purged import fingerprint
+
+            if fingerprint(proposal.text) in self._purged or (proposal.quote and fingerprint(proposal.quote)
+                                                               in self._purged):
+                return "purged before (`forgemem forget --purge`): not captured again"
         found = index.get(("text", *_WORD.findall(proposal.text.lower())))
         if found is None and proposal.quote:
             found = index.get(("quote", *_WORD.findall(proposal.quote.lower())))
