@@ -410,6 +410,9 @@ SETS = (
     ("v2 dev 34", "capture_v2_dev34.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
      " nor the other sets (a freelancer across client repositories, a JVM team: Spring, Gradle, Kafka);"
      " first measured 0.667 / 0.667, 7 of 12 changes of mind on ce628cd before any change, then read, never trained on"),
+    ("v2 dev 35", "capture_v2_dev35.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
+     " nor the other sets (a Rails product team and a Django agency: terse fragments, line-by-line reviews);"
+     " first measured 0.519 / 0.500, 7 of 11 changes of mind on ce628cd before any change, then read, never trained on"),
     ("v2 dev 36", "capture_v2_dev36.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
      " nor the other sets (data engineering and research computing: Spark, dbt, Slurm, MPI; pasted job logs);"
      " first measured 0.611 / 0.688, 7 of 11 changes of mind on ce628cd before any change, then read, never trained on"),

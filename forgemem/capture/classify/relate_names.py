@@ -141,6 +141,7 @@ payments | payments | stripe, paddle, braintree, adyen, lemon squeezy
 email | email | sendgrid, mailgun, postmark, amazon ses, ses, resend, mailjet
 analytics | analytics | segment, mixpanel, amplitude, posthog, google analytics, plausible
 i18n | i18n | i18next, react-intl, formatjs, lingui, vue-i18n, gettext
+key-type | ids | uuid, uuids=uuid, uuidv7=uuid, bigint, bigserial, serial, ulid, ulids=ulid, autoincrement, auto-increment=autoincrement
 monorepo | build | nx, turborepo, turbo=turborepo, lerna, rush, pants, moon
 python-build | build | setuptools, hatchling, flit, poetry-core, maturin, scikit-build
 python-server | server | gunicorn, uvicorn, hypercorn, daphne, waitress
@@ -154,7 +155,7 @@ _SUBJECT_WORDS = {
     "deps": "deps dependency dependencies package packages lockfile lock install installs installed "
     "virtualenv venv venvs environment environments",
     "tests": "test tests testing spec specs suite e2e end-to-end coverage",
-    "format": "format formatter formatting formatted lint linter linters linting style quote quotes semicolons",
+    "format": "format formatter formatting formatted lint linter linters linting style quote quotes semicolons line-length line-lengths",
     "ci": "ci pipeline pipelines builds workflow workflows",
     "deploy": "deploy deploys deployed deployment deployments host hosted hosting ship ships release releases",
     "database": "database databases db dbs datastore",
@@ -175,6 +176,7 @@ _SUBJECT_WORDS = {
     "os": "os laptop machine operating",
     "shell": "shell terminal commands",
     "http": "http client calls",
+    "ids": "pk pks primary key keys id ids identifier identifiers",
     "dates": "date dates datetime time",
     "errors": "error errors error-handling",
     "di": "di injection dependency-injection",

@@ -185,7 +185,10 @@ _ONLY_WHEN = re.compile(r"\b(?:when(?:ever)?|if|unless|except) (?:you|it'?s|its|
 
 
 def _styles(text: str, *, new: bool) -> dict[str, set[str]]:
-    if not (_ABOUT_ANSWERS.search(text) or (new and _TO_ME.search(text))) or (new and _ONLY_WHEN.search(text)):
+    from forgemem.capture.classify.scope import _HOW_TO_TALK
+
+    about = _ABOUT_ANSWERS.search(text) or (new and (_TO_ME.search(text) or _HOW_TO_TALK.search(text)))
+    if not about or (new and _ONLY_WHEN.search(text)):
         return {}
     return {scale: {value for value, rx in values.items() if rx.search(text)} for scale, values in _STYLES.items()}
 

@@ -71,7 +71,9 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
 #: "your answers"
 _HOW_TO_TALK = _rx(r"\b(?:answers?|explanations?|explaining|explain (?:the|it|things|more|less|why|what|every|each)|"
                    r"replies|responses|essays?|preambles?|walls? of text|summar(?:y|ies)|tl;?dr|"
-                   r"(?:lines?|sentences?) of (?:context|explanation|prose))\b")
+                   r"(?:lines?|sentences?) of (?:context|explanation|prose)|too much text|"
+                   # "from now on just the diff + 1 line why"
+                   r"just the (?:diff|code|commands?|fix)\b.*\b(?:lines?|sentences?|words?)\b|(?:\d|one|a) lines? (?:of )?why)\b")
 #: ... not a program's or a document's: "the API answers 404 with an explanation field", "PR summaries list migrations"
 _ABOUT_A_THING = _rx(r"\b(?:api|endpoints?|http|server|handlers?|status|errors?|fields?|json|payloads?|clients?|"
                      r"commits?|prs?|pull requests?|changelogs?|docstrings?|readme|release notes)\b")
