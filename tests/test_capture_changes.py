@@ -29,6 +29,15 @@ def _conversation(workspace, embedder, *said: tuple[str, str]) -> list:
     return capturer.run(Batch(turns, "cadence", "g", "g")).written
 
 
+def _relation(old: str, said: str, embedder, category: str = "project-conventions") -> tuple:
+    """(relation, index) of what the person said to one repo memory, at the two texts' real cosine."""
+    from forgemem.capture.classify.relate import Candidate, relate
+
+    vectors = embedder.encode([old, said])
+    candidate = Candidate(old, category, "repo", float(vectors[0] @ vectors[1]))
+    return relate(said, said, category, "repo", [candidate])[:2]
+
+
 def _current(workspace, embedder) -> set[str]:
     engine = RecallEngine(workspace, embedder=embedder)
     return {m.id for m in engine.snapshot.graph.heads()}

@@ -20,10 +20,9 @@ from __future__ import annotations
 import pytest
 
 from forgemem.capture.classify.learned import decide, feature_matrix, names_a_choice, never_durable
-from forgemem.capture.classify.relate import Candidate, relate
 from forgemem.capture.classify.scope import about_the_person
 
-from .test_capture_changes import _conversation, _current
+from .test_capture_changes import _conversation, _current, _relation
 from .test_capture_gates import _store_with
 
 
@@ -74,9 +73,7 @@ def test_a_new_answer_language_said_with_even_if_sometimes_replaces_the_old(tmp_
 def test_a_client_in_maintenance_mode_is_turned_down(real_embedder):
     old = "outbound http: RestTemplate"
     said = "also RestTemplate is in maintenance mode, for new code in this service use WebClient from now on"
-    vectors = real_embedder.encode([old, said])
-    candidate = Candidate(old, "project-conventions", "repo", float(vectors[0] @ vectors[1]))
-    assert relate(said, said, "project-conventions", "repo", [candidate])[:2] == ("supersedes", 0)
+    assert _relation(old, said, real_embedder) == ("supersedes", 0)
 
 
 @pytest.mark.parametrize("sentence", [
@@ -145,6 +142,4 @@ def test_a_step_of_the_task_after_a_no_is_no_rule(sentence):
      "from now on every beta also goes to the external group in testflight, not just internal"),
 ])
 def test_a_change_said_by_naming_the_new_one_replaces_the_old(old, said, real_embedder):
-    vectors = real_embedder.encode([old, said])
-    candidate = Candidate(old, "project-conventions", "repo", float(vectors[0] @ vectors[1]))
-    assert relate(said, said, "project-conventions", "repo", [candidate])[:2] == ("supersedes", 0)
+    assert _relation(old, said, real_embedder) == ("supersedes", 0)

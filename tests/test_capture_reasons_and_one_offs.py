@@ -13,11 +13,10 @@ from __future__ import annotations
 import pytest
 
 from forgemem.capture.classify.learned import never_durable
-from forgemem.capture.classify.relate import Candidate, relate
 from forgemem.capture.classify.relate_names import _families, _names
 from forgemem.capture.classify.units import units
 
-from .test_capture_changes import _conversation, _current
+from .test_capture_changes import _conversation, _current, _relation
 from .test_capture_gates import _store_with
 
 
@@ -76,9 +75,7 @@ def test_a_registry_said_as_where_everything_goes_now_replaces_the_old_one(tmp_p
 ])
 def test_a_tool_getting_ripped_out_is_turned_down(real_embedder, said):
     old = "App secrets: AWS Secrets Manager, synced into k8s by external-secrets"
-    vectors = real_embedder.encode([old, said])
-    candidate = Candidate(old, "architectural-decisions", "repo", float(vectors[0] @ vectors[1]))
-    assert relate(said, said, "architectural-decisions", "repo", [candidate])[:2] == ("supersedes", 0)
+    assert _relation(old, said, real_embedder, "architectural-decisions") == ("supersedes", 0)
 
 
 def test_stop_doing_it_and_what_to_do_instead_are_one_rule():

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from forgemem.capture.classify.relate import Candidate, relate
-
-from .test_capture_changes import _conversation, _current
+from .test_capture_changes import _conversation, _current, _relation
 from .test_capture_gates import _store_with
 
 
@@ -38,6 +36,4 @@ def test_just_the_diff_and_a_line_of_why_replaces_thorough_explanations(tmp_path
                                     "uuid now, the mobile offline sync generates ids client side"),
 ])
 def test_a_new_tool_or_key_type_replaces_the_old(old, said, real_embedder):
-    vectors = real_embedder.encode([old, said])
-    candidate = Candidate(old, "project-conventions", "repo", float(vectors[0] @ vectors[1]))
-    assert relate(said, said, "project-conventions", "repo", [candidate])[:2] == ("supersedes", 0)
+    assert _relation(old, said, real_embedder) == ("supersedes", 0)
