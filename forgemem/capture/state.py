@@ -223,10 +223,8 @@ class ObserverState:
             return 0
         # a target file, or a file under a target folder (compared as text: "_" and "%" in a path are not wildcards)
         match = " OR ".join("path = ? OR substr(path, 1, ?) = ?" for _ in targets)
-        args: list[str | int] = []
-        for target in targets:
-            folder = str(target).rstrip("/") + "/"
-            args += [str(target), len(folder), folder]
+        folders = [str(target).rstrip("/") + "/" for target in targets]
+        args: list[str | int] = [a for target, folder in zip(targets, folders) for a in (str(target), len(folder), folder)]
 
         def work() -> int:  # under the write lock: another observer may have read meanwhile
             paths = [r[0] for r in conn.execute(
@@ -240,8 +238,7 @@ class ObserverState:
             for table in ("transcripts", "arc", "passes", "announcements"):
                 here = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
                 there = {r[1] for r in conn.execute(f"PRAGMA other.table_info({table})")}
-                columns = ", ".join(c for c in here if c in there and not (table == "passes" and c == "id"))
-                if columns:
+                if columns := ", ".join(c for c in here if c in there and not (table == "passes" and c == "id")):
                     conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} "
                                  f"FROM other.{table} WHERE path IN ({which})", paths)
             if columns:  # (and only it: the user's cache is no project's)
