@@ -99,6 +99,7 @@ def test_house_style_here_is_the_repositorys():
     ("so its gotta be the filter thing, the new sprite is the first one on a node i made myself.", True),
     ("write tests for PriceFormatter, especially the JPY (no decimals) and CHF rounding cases", True),
     ("we use pnpm like always", False),
+    ("we need the migration check on every PR as usual", False),
     ("every service must be a separate module", False),
     ("always write tests for new ViewModels", False),
 ])

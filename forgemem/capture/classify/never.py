@@ -19,7 +19,7 @@ _REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finall
               r"^(?:hi|hey|hello|morning|good morning|yo)\b[\s,!.]*(?:[\w']+\W*){0,5}$")
 #: what was done this time, as usual: "exported from aseprite like always" (the rule, if any, is said as one: "sprites
 #: get exported at 1x, always"); a guess at the cause: "its gotta be the filter thing"
-_DONE_OR_GUESSED = _rx(r"^\W*(?:\w+\W+){0,2}?(?:i |we )?(?:\w+ed|did|ran|built|made|wrote|put|got|went)\b[^.;!?]*\b(?:like "
+_DONE_OR_GUESSED = _rx(r"^\W*(?:\w+\W+){0,2}?(?:i |we )?(?:(?!need\b|speed\b)\w+ed|did|ran|built|made|wrote|put|got|went)\b[^.;!?]*\b(?:like "
                        r"always|as always|as usual|like usual|same as always)\W*$",
                        r"^\W*(?:\w+\W+){0,2}?(?:(?:it|that|this|its|thats)(?:'?s| is)? (?:gotta|got to|has to|must)|gotta|got to)"
                        r" be (?:the|a|an|some|that|this)\b")
