@@ -40,7 +40,6 @@ from forgemem.store.model import (
     format_timestamp,
     utc_now,
 )
-from forgemem.store.purged import remember as remember_purged
 
 if TYPE_CHECKING:  # the rest is imported where it is used: the CLI's start-up stays light
     from forgemem.index.cache import StoreIndex
@@ -465,7 +464,8 @@ class Workspace:
         memory = snap.resolve(ref)
         if purge:
             self.remove(memory)
-            self.warnings.extend(remember_purged(self.stores[memory.scope], memory))  # never captured again
+            from forgemem.store.purged import remember  # never captured again
+            self.warnings.extend(remember(self.stores[memory.scope], memory))
             return memory, snap.pointing_at(memory.id)
         if not snap.graph.is_head(memory.id):
             newer = ", ".join(snap.graph.superseded_by[memory.id])

@@ -55,12 +55,14 @@ KEEP_SECONDS = 7 * 24 * 3600  # announced rows are dropped after a week
 LOCK_WAIT = 0.25  # seconds the hook waits for a capture pass holding the write lock
 NOTICE_TOKENS = 250  # the agent's copy of a notice never exceeds this (outside the context budget)
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS announcements ("
-    " memory TEXT NOT NULL, pass INTEGER, path TEXT, scope TEXT NOT NULL, category TEXT NOT NULL,"
-    " status TEXT, text TEXT NOT NULL, written REAL NOT NULL, announced REAL)",
-    "CREATE INDEX IF NOT EXISTS announcements_waiting ON announcements (announced)",
-)
+
+
+def create_table(conn: sqlite3.Connection, schema: str = "main") -> None:
+    """The announcements table and its index in `schema` (an attached database's name), unless there already."""
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.announcements ("
+                 " memory TEXT NOT NULL, pass INTEGER, path TEXT, scope TEXT NOT NULL, category TEXT NOT NULL,"
+                 " status TEXT, text TEXT NOT NULL, written REAL NOT NULL, announced REAL)")
+    conn.execute(f"CREATE INDEX IF NOT EXISTS {schema}.announcements_waiting ON announcements (announced)")
 
 
 def state_file(workspace: Workspace) -> Path:
@@ -78,8 +80,7 @@ def record(conn: sqlite3.Connection, pass_id: int | None, path: str | None, memo
     and its announcements are stored together or not at all.
     """
     memories = list(memories)
-    for statement in _SCHEMA:
-        conn.execute(statement)
+    create_table(conn)
     now = time.time()
     conn.execute("DELETE FROM announcements WHERE announced IS NOT NULL AND announced < ?", (now - KEEP_SECONDS,))
     rows = [

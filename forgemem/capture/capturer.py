@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbour, Proposal
 from forgemem.recall.rank import Query
-from forgemem.store import memfile
+from forgemem.store import memfile, purged
 from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory, Source
 
 if TYPE_CHECKING:
@@ -224,15 +224,9 @@ class Capturer:
             self._versions = (snap, index)
         index = self._versions[1]
         if self._purged is None:
-            from forgemem.store import purged
-
             self._purged = purged.keys(store for store in self.workspace.stores.values() if store.exists())
-        if self._purged:
-            from forgemem.store.purged import fingerprint
-
-            if fingerprint(proposal.text) in self._purged or (proposal.quote and fingerprint(proposal.quote)
-                                                               in self._purged):
-                return "purged before (`forgemem forget --purge`): not captured again"
+        if self._purged and {purged.fingerprint(proposal.text), purged.fingerprint(proposal.quote or "")} & self._purged:
+            return "purged before (`forgemem forget --purge`): not captured again"
         found = index.get(("text", *_WORD.findall(proposal.text.lower())))
         if found is None and proposal.quote:
             found = index.get(("quote", *_WORD.findall(proposal.quote.lower())))

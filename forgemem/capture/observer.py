@@ -151,9 +151,9 @@ class Observer:
             stat = os.stat(path)
         except OSError:
             return 0
-        if self.elsewhere(path) is not None:
-            return 0  # read where it ran: its rules belong to that project's store (said once, by `elsewhere`)
         row = self.state.transcript(key)
+        if row is None and self.elsewhere(path) is not None:
+            return 0  # read where it ran: its rules belong to that project's store (said once, by `elsewhere`)
         if row is not None and not (compaction or final) and _unchanged(
             row, (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns)
         ):
@@ -177,8 +177,8 @@ class Observer:
 
     def elsewhere(self, path: Path) -> Path | None:
         """The git repository another session ran in (its transcript's folder, on this machine), when it is not
-        this workspace's (nor one inside it, or around it): what it says of "this repo" belongs to that project's store, not this one's nor the
-        person's, so it is not read here (said once). None: read it here."""
+        this workspace's (nor one inside it, or around it): what it says of "this repo" belongs to that project's
+        store, not this one's nor the person's, so it is not read here (said once). None: read it here."""
         key = str(path)
         if key not in self._projects:
             from forgemem.store.folder import find_repo_root

@@ -24,7 +24,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from forgemem.capture.announce import _SCHEMA as ANNOUNCEMENTS
+from forgemem.capture.announce import create_table as create_announcements
 from forgemem.index.database import busy
 from forgemem.store.model import PROPOSED
 
@@ -233,17 +233,16 @@ class ObserverState:
             if not paths:
                 return 0
             which = ", ".join("?" for _ in paths)
-            for statement in ANNOUNCEMENTS:  # what that run wrote and no prompt said yet, this project's next says
-                conn.execute(statement.replace(" announcements", " main.announcements", 1))
+            create_announcements(conn)  # what that run wrote and no prompt said yet, this project's next says
             for table in ("transcripts", "arc", "passes", "announcements"):
                 here = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
                 there = {r[1] for r in conn.execute(f"PRAGMA other.table_info({table})")}
                 if columns := ", ".join(c for c in here if c in there and not (table == "passes" and c == "id")):
                     conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} "
                                  f"FROM other.{table} WHERE path IN ({which})", paths)
-            if columns:  # (and only it: the user's cache is no project's)
-                conn.execute(f"UPDATE other.announcements SET announced = ? WHERE announced IS NULL AND path IN ({which})",
-                             (time.time(), *paths))
+                if columns and table == "announcements":  # and only it: the user's cache is no project's
+                    conn.execute(f"UPDATE other.announcements SET announced = ? WHERE announced IS NULL AND path IN "
+                                 f"({which})", (time.time(), *paths))
             return len(paths)
 
         try:

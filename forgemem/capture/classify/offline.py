@@ -121,11 +121,8 @@ class OfflineClassifier:
         for i, statement in their_proposal.items():
             said[i] = f"{statement}. {said[i]}"  # "yes convert, drop vitest" says yes to "use node:test"
         proposals: list[Proposal] = []
-        plain: list[tuple[str, Turn]] = []  # sentences that say no rule (one may take the last back: "ok no")
         for i, ((unit, turn, before, agent), confirm, decision) in enumerate(
                 zip(found, confirms, decisions, strict=True)):
-            if not decision.is_durable and said[i] == unit:
-                plain.append((unit, turn))
             first = i == 0 or found[i - 1][1] is not turn  # the turn's first sentence: an answer starts there
             question = _question_about_them(before) if agent and first else ""
             answers = bool(question)
@@ -254,7 +251,7 @@ class OfflineClassifier:
                        + f"{category} {decision.category_p:.2f}; {scope}: {why_scope}; {relation}"
                        + (f" ({similarity:.2f})" if target else ""),
             ))
-        proposals = _not_taken_back(proposals, plain + [(unit, turn) for unit, turn, *_ in found], batch.turns)
+        proposals = _not_taken_back(proposals, [(unit, turn) for unit, turn, *_ in found], batch.turns)
         similarity = _similarity(embedder)
         proposals = _one_thought(_latest_only(proposals, similarity), similarity)
         return Classification(proposals, self.name)  # nothing sent anywhere

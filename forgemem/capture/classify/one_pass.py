@@ -72,13 +72,13 @@ _TAKES_BACK = re.compile(r"\b(?:forget (?:it|that|about it|what i said|everythin
                          r"on second thought|i take (?:it|that) back|(?:ok|okay),? no\b|wait,? no\b|no,? wait\b)", re.I)
 
 
-def _not_taken_back(proposals: list[Proposal], plain: list[tuple[str, Turn]], turns: list[Turn]) -> list[Proposal]:
-    """The proposals but the last rule of the person's turn before a sentence that takes it back (`plain`: the
-    sentences that say no rule of their own, and any that takes back: "lets move global state to zustand going
-    forward" … "ok no, forget it, too much churn": taken back within the pass)."""
+def _not_taken_back(proposals: list[Proposal], said: list[tuple[str, Turn]], turns: list[Turn]) -> list[Proposal]:
+    """The proposals but the last rule of the person's turn before a sentence of `said` (every sentence of the
+    pass, with its turn) that takes it back: "lets move global state to zustand going forward" … "ok no, forget it,
+    too much churn": taken back within the pass."""
     kept = list(proposals)
     asked = [t for t in turns if t.role == "user"]
-    taking_back = [turn for sentence, turn in plain if _TAKES_BACK.search(sentence)]
+    taking_back = [turn for sentence, turn in said if _TAKES_BACK.search(sentence)]
     for turn in (turn for i, turn in enumerate(taking_back) if all(turn is not t for t in taking_back[:i])):
         n = asked.index(turn)
         dropped = next((p for p in reversed(kept) if p.turn is asked[n - 1]), None) if n > 0 else None

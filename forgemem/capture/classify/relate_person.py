@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from forgemem.capture.classify.relate_names import _families, _names
+from forgemem.capture.classify.scope import _HOW_TO_TALK
 
 # ------------------------------------------------------------------------------------------------ where they are
 
@@ -185,8 +186,6 @@ _ONLY_WHEN = re.compile(r"\b(?:when(?:ever)?|if|unless|except) (?:you|it'?s|its|
 
 
 def _styles(text: str, *, new: bool) -> dict[str, set[str]]:
-    from forgemem.capture.classify.scope import _HOW_TO_TALK
-
     about = _ABOUT_ANSWERS.search(text) or (new and (_TO_ME.search(text) or _HOW_TO_TALK.search(text)))
     if not about or (new and _ONLY_WHEN.search(text)):
         return {}
