@@ -182,7 +182,7 @@ def test_a_session_of_another_project_on_this_machine_is_read_there_not_here(cli
     """Found by a new-user trial: observing ~/.codex/sessions (or another project's Claude Code folder) from one
     repository wrote the other project's "in this repo" rules into this repository's store, and from outside any
     repository into the person's store."""
-    other = tmp_path / "tools"
+    other = tmp_path / "tools repo"  # the command it names is quoted for the shell
     other.mkdir()
     git(other, "init", "-q", "-b", "main")
     transcript = tmp_path / "t.jsonl"
@@ -193,6 +193,7 @@ def test_a_session_of_another_project_on_this_machine_is_read_there_not_here(cli
         result = cli("observe", "--once", "--final", str(transcript))
         assert result.code == 0, result.err
         assert f"this session ran in {other.resolve()}, another project" in result.err
+        assert f"`forgemem -C '{other.resolve()}' observe --once {transcript}`" in result.err
         assert memory_files(git_repo / ".forge" / "memory") == []
         assert memory_files(isolated_home / ".forge" / "memory") == []
     monkeypatch.chdir(other)  # where it ran: read, and the rule goes to that project's store

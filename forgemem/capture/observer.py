@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import sqlite3
 import threading
 import time
@@ -45,6 +46,7 @@ from forgemem.capture.transcripts import (
     recorded_cwd,
     storable_state,
 )
+from forgemem.store.folder import find_repo_root
 
 if TYPE_CHECKING:
     from forgemem.capture.capturer import Capturer, PassResult
@@ -181,15 +183,13 @@ class Observer:
         store, not this one's nor the person's, so it is not read here (said once). None: read it here."""
         key = str(path)
         if key not in self._projects:
-            from forgemem.store.folder import find_repo_root
-
             cwd, repo, other = recorded_cwd(path), self.workspace.stores.get("repo"), None
             here = repo.memory_dir.parent.parent.resolve() if repo is not None else None
             if cwd and Path(cwd).is_dir() and (root := find_repo_root(Path(cwd))) is not None and (
                     here is None or not (root == here or here in root.parents or root in here.parents)):
                 other = root
-                self._notice(f"{path}: this session ran in {other}, another project; not read here (its project "
-                             f"rules belong to that project's store): `forgemem -C {other} observe --once {path}`")
+                self._notice(f"{path}: this session ran in {other}, another project; not read here, its rules go to "
+                             f"that project's store: `forgemem -C {shlex.quote(str(other))} observe --once {shlex.quote(str(path))}`")
             self._projects[key] = other
         return self._projects[key]
 
