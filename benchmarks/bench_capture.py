@@ -419,6 +419,10 @@ SETS = (
     ("v2 dev 37", "capture_v2_dev37.yaml", "written 2026-11-28 (stop 32) by a writer who saw neither the classifier"
      " nor the other sets (security and platform work: PowerShell, .NET on Azure, Vault, SOPS, OPA; German, French);"
      " first measured 0.500 / 0.677, 8 of 11 changes of mind on ce628cd before any change, then read, never trained on"),
+    ("v2 dev 38", "capture_v2_dev38.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
+     " nor the other sets (embedded and firmware: C on Zephyr and FreeRTOS, embassy, a hardware-in-the-loop rig; a third"
+     " of the turns voice-dictated); first measured 0.500 / 0.500, 4 of 10 changes of mind on 066c6c1 before any"
+     " change, then read, never trained on"),
     ("v2 dev 39", "capture_v2_dev39.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
      " nor the other sets (people who are not full-time developers: an analyst, a product manager, an ops person; English"
      " as a second language, some Portuguese and Polish); first measured 0.618 / 0.700, 5 of 9 changes of mind on"
