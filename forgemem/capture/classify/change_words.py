@@ -64,6 +64,9 @@ _GOES = re.compile(
     r"retired|deprecated)\b|\bdidn't work out\b|\b(?:we'?re|i'?m|i am) done with\b|"
     r"\b(?:rip|ripped|ripping|yank|yanked|tear|tore) (?:[\w.+-]+ ){1,2}out\b|\brip(?:ped|ping)? out\b|"
     r"\b(?:get|getting|got) rid of\b|"
+    # a file of the old way, deleted, said alone: "kill scripts/sweep.sh." (then "we're doing sweeps with hydra …")
+    r"^\W*(?:\w+\W+){0,2}?(?:kill|delete|remove|retire|rm)\s+(?:the (?:old )?)?(?:`[^`]+`|[\w.-]*/[\w./-]+|"
+    r"[\w-]+\.(?:sh|py|js|ts|rb|yml|yaml|json|toml|cfg|ini|mk|bash))\W*$|"
     # "actually no more path versions", "keine Conventional Commits mehr"
     r"^\W*(?:\w+\W+){0,2}?no more [\w`.-]+(?: [\w`.-]+)?\W*$|\bkeine?[nrs]? [^.;]{0,40}\bmehr\W*$|"
     r"\b(?:is|are|was|were) (?:just |really |totally )?(?:unreadable|unusable|a pain|painful|awful|terrible|horrible)\b|"

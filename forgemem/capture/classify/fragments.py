@@ -35,6 +35,11 @@ _TAKES_ITSELF_BACK = re.compile(r"(?:[—–-]+|[,.;:])\s*(?:(?:wait|hmm+|uh+|er
                                 r"never ?mind|scratch that)[.!…\s]*$", re.I)
 
 
+#: ... said as a sentence of its own: "hmm wait, no.", "actually no.", "scratch that."
+_TAKE_BACK_ALONE = re.compile(r"^\W*(?:(?:hmm+|hm+|uh+|erm+|ah+|oh|well)[,\s.]+)?(?:wait|actually)[,\s.]+(?:no+|nope)\W*$|"
+                              r"^\W*(?:scratch that|never ?mind|nvm|forget (?:that|it))\W*$", re.I)
+
+
 def _taken_back(units: list[str], restated: set[str]) -> list[str]:
     """The sentences without one the person took back as they said it; the one after it, saying it again as
     meant, goes into `restated` when the one taken back stated a rule."""
@@ -46,6 +51,12 @@ def _taken_back(units: list[str], restated: set[str]) -> list[str]:
         head = _TAKES_ITSELF_BACK.sub("", unit).strip()
         if head != unit.strip() and len(head.split()) >= 3:
             dropped = generalises(head)
+            continue
+        if _TAKE_BACK_ALONE.match(unit) and kept and generalises(kept[-1]):
+            # "… do that in all our reports going forward... hmm wait, no. the ops team reads these …. keep
+            # everything in IST": the rule before it is taken back, the next rule said is the one meant
+            kept.pop()
+            dropped = True
             continue
         if dropped:
             restated.add(unit)
@@ -64,7 +75,9 @@ _APPLIES_TO_A_FILE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:add|apply|use|put|do|fi
                                 r"\b[\w/-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|cs|php|swift|c|cc|cpp|h|sql|sh|yaml|yml|"
                                 r"toml|json)\b", re.I)
 #: "thats how we do it everywhere": says the sentence before it is the rule
-_SAYS_SO_BACK = re.compile(r"^\W*(?:(?:and|also|oh|btw|plus)\W+){0,2}(?:that (?:applies|goes) (?:to|for)|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
+_SAYS_SO_BACK = re.compile(r"^\W*(?:(?:and|also|oh|btw|plus)\W+){0,2}(?:that (?:applies|goes) (?:to|for)|"
+                           # "make that the standard for all eval scripts in here"
+                           r"make (?:that|this|it) (?:the |our )?(?:standard|default|rule|convention|norm)\b|(?:that'?s|this is|thats|it'?s) (?:how|what|the way|a rule|the rule|our rule|for (?:all|every|any))|"
                            # "thats my setup for all my lua code, not just this plugin"
                            r"(?:that'?s|thats|this is|it'?s) my (?:setup|style|default|preference|config|way)\b|"
                            # "thats a general thing for me", "applies to every workflow in this repo", "org policy, …",
@@ -126,6 +139,19 @@ def _lost_to_the_task(before: str, unit: str) -> bool:
             and never_durable(f"{before} {unit}"))
 
 
+#: how to do the work, left to the agent: "gate it on a cargo feature or cfg(debug_assertions), whichever is cleaner" is
+#: the task that applies the rule said before it, not more of the rule
+_LEFT_TO_THE_AGENT = re.compile(r"\b(?:whichever|whatever) (?:is|you think is|seems|looks) (?:cleaner|easier|simpler|better|"
+                                r"best|nicer|faster)\b|\bup to you\b|\byour call\b|\beither (?:way|works|is fine)\b", re.I)
+
+
+#: a person named with what they own, then a rule that sends work to them: "Priya owns MCUboot and the signing keys —
+#: anything touching signing goes to her for review first" is one rule; apart, "her" names no one
+_WHO_OWNS = re.compile(r"^\W*(?:\w+\W+){0,2}?(?-i:[A-Z][a-z]+)(?: (?-i:[A-Z][a-z]+))? (?:owns|runs|leads|maintains|handles|is "
+                       r"(?:the )?(?:owner|lead|maintainer))\b", re.I)
+_HER_OR_HIM = re.compile(r"\b(?:to|by|with|from|ask|ping|tell|past|through) (?:her|him)\b", re.I)
+
+
 def _merge_fragments(units: list[str]) -> list[str]:
     from forgemem.capture.classify.learned import _SETUP_SAID
 
@@ -138,10 +164,12 @@ def _merge_fragments(units: list[str]) -> list[str]:
                        or ((_POINTS_BACK.search(unit) or _ENDS_POINTING_BACK.search(unit) or _REASON_BACK.search(unit))
                            and not _APPLIES_TO_A_FILE.search(unit) and not _TASK_AT_HAND.search(unit)
                            and not _DECIDES.search(unit) and not _SETUP_SAID.search(merged[-1])
-                           and not _lost_to_the_task(merged[-1], unit))
-                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)):
+                           and not _lost_to_the_task(merged[-1], unit) and not _LEFT_TO_THE_AGENT.search(unit))
+                       or _SAYS_SO_BACK.match(unit) or _CODE_ONLY.match(unit)
+                       or (_HER_OR_HIM.search(unit) and _WHO_OWNS.match(merged[-1]))):
             ends = bool(re.search(r"[.!?;:,]\s*$", merged[-1]))
-            apart = not ends and (_REASON_BACK.search(unit) or _DROPS.search(last) or _STOP_DOING.match(last))
+            apart = not ends and (_REASON_BACK.search(unit) or _DROPS.search(last) or _STOP_DOING.match(last)
+                                  or _HER_OR_HIM.search(unit))
             merged[-1] = f"{merged[-1]}{'; ' if apart else ' '}{unit}"
         else:
             merged.append(unit)

@@ -272,8 +272,24 @@ UNMARKED_AT = 0.85
 STANDING_AT = 0.3
 _STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not ever|nunca|siempre|sempre|jamais|"
                      r"toujours|nie|niemals|immer|mai|nooit|altijd)\b", r"\bfrom now on\b",
-                     r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|a partir de ahora|a partir de agora|"
-                     r"d'ora in poi|voortaan)\b",
+                     r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|ab heute|a partir de ahora|a partir de agora|"
+                     r"a partir de (?:hoy|hoje)|à partir d'aujourd'hui|d'ora in poi|voortaan|vanaf nu|od teraz|od dziś|"
+                     r"zawsze|nigdy)\b",
+                     # "from now the daily KPI goes to slack": "from now on" said short
+                     r"^(?:\W*\w+\W+){0,2}?from now\b",
+                     # "wij gebruiken in onze huisstijl nooit puur zwart, altijd #1F1A17", "gebruik nooit meer text-black"
+                     r"\b(?:wir|wij|we|nosotros|nous|noi)\b[^.;:]{0,40}?\b(?:immer|nie|niemals|altijd|nooit|siempre|nunca|"
+                     r"toujours|jamais|sempre|mai)\b",
+                     r"\b(?:gebruik|nutze|verwende|benutze|usa|utilise|utilisez)\s+(?:\S+\s+)?(?:nooit|nie|niemals|nunca|"
+                     r"jamais|mai|altijd|immer|siempre|toujours|sempre)\b",
+                     # said of all the team's things: "all our rust fw crates use panic-halt", "switch every crate from
+                     # panic-halt to panic-probe"
+                     r"\ball (?:of )?our (?:[\w-]+ ){1,4}(?:use|are|go|live|run|have|get|need)\b",
+                     r"\b(?:switch|move|migrate) (?:every|all|each) (?:of (?:our|the) )?[\w-]+(?: [\w-]+)? (?:from [\w.-]+ )?"
+                     r"(?:to|over to|onto)\b",
+                     # what it holds for: "dat geldt voor de hele site", "gilt für das ganze Projekt"
+                     r"\b(?:geldt voor|gilt für|vale para|vaut pour|applies to) (?:de hele|het hele|alle|alles|die ganze|"
+                     r"das ganze|den ganzen|todo|toda|todos|tout|toute|tous|the whole|all|every)\b",
                      # a team's change of tool or way: "we're moving this repo to opentofu", "we switched to uv"
                      r"\bwe(?:'re| are|'ve| have)? (?:moving|moved|switching|switched|migrating|migrated|"
                      r"standardi[sz]ing|standardi[sz]ed)(?: (?:this|the|our) (?:repo|repository|project|codebase|"
@@ -346,6 +362,17 @@ _SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an |my )?(?:mac|macos|win
                   r"\bi(?:'m| am|m) (?:now )?(?:on|in) the (?:[\w-]+ ){1,3}team\b", r"\bi (?:joined|moved to) the "
                   r"(?:[\w-]+ ){1,3}team\b", r"\bmy team is\b")
 SETUP_AT = 0.05
+#: the language to answer in, asked for always ("bitte antworte mir immer auf deutsch", "always reply in english"): the
+#: person's setup too (the heads give "antworte mir immer auf deutsch" 0.19: few rows are not English)
+_ALWAYS_ANYWHERE = _rx(r"\b(?:always|from now on|going forward|immer|ab jetzt|ab sofort|siempre|a partir de (?:ahora|hoy|hoje)|"
+                       r"toujours|désormais|dorénavant|sempre|a partir de agora|d'ora in poi|altijd|voortaan|vanaf nu|"
+                       r"zawsze)\b")
+
+
+def _answers_in_a_language_always(sentence: str) -> bool:
+    from forgemem.capture.classify.relate_person import _answer_languages
+
+    return bool(_ALWAYS_ANYWHERE.search(sentence)) and bool(_answer_languages(sentence))
 
 
 #: the same standing words in the other languages people write to their agent (the pattern features are
@@ -428,7 +455,7 @@ def decide(features: np.ndarray, kind: str, texts: list[str] | None = None) -> l
             bar = min(bar, STANDING_AT)
         if texts is not None and names_a_choice(texts[i]):
             bar = min(bar, CHOICE_AT)
-        if texts is not None and _SETUP_SAID.search(texts[i]):
+        if texts is not None and (_SETUP_SAID.search(texts[i]) or _answers_in_a_language_always(texts[i])):
             bar = min(bar, SETUP_AT)
         if texts is not None and not generalises(texts[i]):
             bar = max(bar, UNMARKED_AT)

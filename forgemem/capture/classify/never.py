@@ -15,6 +15,9 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 #: promise", "the asking before every git status is getting old"
 _REMARK = _rx(r"[,;]\s*(?:nice|cool|great|awesome|sweet|neat|yay|lol|lmao|finally|phew|perfect)\s*[.!]*$",
               r"\b(?:i promise|promise)\W*$", r"\b(?:is|are) getting (?:old|annoying|tiresome|ridiculous)\b",
+              # a thing that happened AGAIN, shouted, with no word of what to do: "miras PR has 400 lines of whitespace
+              # diff AGAIN" ("you added semicolons AGAIN, we don't use them" says what to do)
+              r"^(?!.*\b(?:don'?t|do not|never|always|stop|no more|use|we)\b).*(?-i:\bAGAIN\b)",
               # a greeting with a word of news: "hi, new repo for me."
               r"^(?:hi|hey|hello|morning|good morning|yo)\b[\s,!.]*(?:[\w']+\W*){0,5}$")
 #: what was done this time, as usual: "exported from aseprite like always" (the rule, if any, is said as one: "sprites
@@ -56,8 +59,15 @@ _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? 
                   # a guess at what the agent did: "you must have used --no-verify or something"
                   r"^\W*(?:\w+\W+){0,2}?you (?:must|might|may) have\b")
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
+                # the same in the other languages people write in: "ich will überall f-strings, das ist bei mir
+                # grundsätzlich so"
+                r"\b(?:ab jetzt|ab sofort|künftig|grundsätzlich|désormais|dorénavant|à partir de maintenant|"
+                r"de ahora en adelante|a partir de (?:ahora|agora|hoy|hoje)|d'ora in poi|voortaan|od teraz|od dziś|zawsze|"
+                r"à partir d'aujourd'hui|ab heute|vanaf nu|vanaf vandaag)\b",
                 # "ok it's fine this time, but next time: … ask me first"
                 r"\b(?:but|and) (?:next time|in (?:the )?future)\b",
+                # what the team does not do, said in reproach: "why do you keep adding semicolons, we don't use them"
+                r"\bwe (?:don'?t|do not|dont) (?:use|do|write|want|put|add)\b",
                 # "we always …", but not asked: "do we always need a changeset entry …?"
                 r"(?<!\bdo )(?<!\bdoes )(?<!\bshould )(?<!\bmust )(?<!\bcan )(?<!\bwill )\bwe (?:always|never)\b")
 
@@ -88,9 +98,18 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    # how things went on the person's machine: "those pass for me locally"
                    r"^(?:\W*\w+\W+){0,2}?(?:those|these|they|it|that|this|tests?) (?:all )?(?:pass(?:es)?|fail(?:s)?|"
                    r"work(?:s)?) (?:fine )?(?:for me|on my (?:machine|laptop|side)|locally)\b",
-                   r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck|erroring|timing out|"
+                   r"\b(?:is|are) (?:broken|failing|crashing|flaky|hanging|dying|down|stuck(?! (?:on|with|at) )|erroring|timing out|"
                    r"choking|blowing up|exploding)\b",
+                   # a tool at it right now: "pre-commit is rejecting my commit", "guard is not picking up file changes",
+                   # "every TileMap node now screams deprecation warnings at me"
+                   r"\b(?:is|are|keeps?) (?:now )?(?:rejecting|refusing|ignoring|not picking up|not seeing|not detecting|"
+                   r"spamming|flooding|screaming|yelling)\b",
+                   r"\b(?:screams?|spams?|floods?|yells?) (?:\w+ ){0,2}?(?:warnings?|errors?|deprecations?)\b",
                    r"\b(?:blows?|blew|blowing) up\b",
+                   # ... in the other languages: "im kanzlei-portal schlägt `migrate` fehl", "el build falla en CI"
+                   r"\bschl(?:ägt|agen|ug) (?:\S+ ){0,6}?fehl\b", r"\b(?:funktioniert|geht|klappt|läuft) (?:\S+ )?nicht\b",
+                   r"\b(?:no funciona|falla|fallan|ne (?:marche|fonctionne) (?:pas|plus)|plante|não funciona|falha|"
+                   r"non funziona|werkt niet)\b",
                    # how it failed, said with where or how: "`just bench` fails for me with \"fish: …\""
                    r"\b(?:fails?|failed|crash(?:es|ed)?|errors? out|errored|breaks|broke) (?:for me|on my (?:machine|"
                    r"laptop|side)|locally|with (?:this|an?|the)?\s*[\"'`:(]|when i\b)",
@@ -114,6 +133,8 @@ _OBSERVED = _rx(r"\btakes? (?:like |about |around |over )?\d+\s*(?:s|sec|secs|se
 OBSERVED_WORDS = 16
 
 _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
+                       r"immer|nie|niemals|siempre|nunca|toujours|jamais|sempre|altijd|nooit|standardi[sz]\w*|"
+                       r"(?:going|go|stick|sticking) with|"
                        r"mov(?:e|ed|ing)|replac\w+|migrat\w+ (?:to|from|off|away))\b")
 
 
@@ -135,11 +156,12 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"im urlaub|de vacaciones|in ferie)\b(?=.*\b(?:next|this|tomorrow|prochaine|nächste|próxima|semaine|"
                r"woche|semana|settimana|week|friday|monday|vendredi|lundi)\b)",
                # "don't push yet": held back for now, in any language
-               r"\b(?:don'?t|do not)\s+(?:\S+\s+){0,6}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
+               r"\b(?:don'?t|do not)\s+(?!have\b|know\b|understand\b|get\b)(?:\S+\s+){0,6}yet\b", r"\b(?:todavía|noch nicht|pas encore|ainda não|"
                r"non ancora|nog niet)\b",
                # today only, in any language ("no corras el pipeline entero hoy"), but not "as of today"
-               r"(?<!as of )(?<!from )(?<!starting )(?<!since )\b(?:today|tonight|hoy|heute|aujourd'hui|oggi|hoje|"
-               r"vandaag)\b(?! on\b| onwards?\b)",
+               r"(?<!as of )(?<!from )(?<!starting )(?<!since )(?<!a partir de )(?<!desde )(?<!à partir d')(?<!ab )"
+               r"(?<!od )(?<!vanaf )(?<!da )\b(?:today|tonight|hoy|heute|aujourd'hui|oggi|hoje|vandaag|dziś|dzisiaj)\b"
+               r"(?! on\b| onwards?\b)",
                # a spec of the thing to build: "new screen NotificationSettings: toggles for …", "New model + migration
                # for webhook_deliveries: id, endpoint_id, …"
                r"^\W*new (?:screen|page|endpoint|route|component|service|table|column|field|job|feature|module|command|"
@@ -190,6 +212,18 @@ _AT_HAND = _rx(r"^\W*(?:(?:so|ok|okay|and|oh|ah|right)\W+){0,2}(?:this|that) one
                r"^\W*(?:(?:anyway|also|and|so|btw|oh|ok|okay|then)\W+)+(?:(?:pls|please|can you|could you)\s+)?"
                r"explain why\b",
                r"^\W*(?:(?:hm+|hmm+|uh+|well)\W+)?(?:i'?m |im )?not sure\b",
+               # a decision put off: "hmm let me ask the team first", "let me think about it"
+               r"^\W*(?:(?:hm+|hmm+|uh+|well|ok|okay|ah|oh)\W+)*let me (?:ask|check with|run (?:it|this|that) by|talk to|"
+               r"think|sleep on|discuss)\b[^,;.!?]*[.!]?\s*$",
+               # how to do the work, left to the agent: "gate it on a cargo feature or cfg(…), whichever is cleaner"
+               r"\b(?:whichever|whatever) (?:is|you think is|seems|looks) (?:cleaner|easier|simpler|better|best|nicer|"
+               r"faster)\W*$", r"\b(?:up to you|your call)\W*$",
+               # said to be undecided: "… sven keeps saying we should drop storybook for ladle. nothing decided, just
+               # so you know the vibe"
+               r"^\W*(?:\w+\W+){0,2}?(?:nothing|not|none of (?:it|that|this)) (?:is |has been |was )?(?:decided|final|"
+               r"settled)(?: yet)?\b",
+               # an idea for the thing being made, put forward: "idea: you have only one bullet and …"
+               r"^\W*(?:(?:new|random|quick|crazy|game|design) )?idea\s*:",
                # work someone else asked of the person: "Maria … sent me her notebook and wants me to extend it"
                r"\b(?:wants|asked|needs|wanted) me to (?!always\b|never\b)\w+",
                r"^\W*(?:a |an |the |new )?(?:migration|script|test|endpoint|function|job|cron ?job|task|helper|command) "
@@ -230,11 +264,19 @@ _WHAT_IT_CHECKS = re.compile(r"\b(?:tests?|checks?|lints?|scripts?|assertions?|v
                              r"denies|blocks?|rejects?|enforces?)\b.*$", re.I)
 
 
+#: why it is said now, then what is said: "heads up since we're doing the contrast pass today: I'm colorblind
+#: (deuteranopia), so when you talk about color changes give me hex + contrast ratio"
+_PREAMBLE = re.compile(r"^\W*(?:heads up|fyi|btw|note|quick note|since|as|because)\b[^:]{0,100}?\b(?:today|tonight|this "
+                       r"week|right now)\s*:\s*(?P<rest>\S.{20,})$", re.I | re.S)
+
+
 def never_durable(sentence: str) -> bool:
     """A question (nothing decided yet), a clarification of the request at hand ("no, I mean …"), an
     instruction tied to the work at hand, or a request for a thing to be made, unless it also states a
     standing rule ("since we never … in this repo, can you …?"); an instruction that says when it ends
     ("until this is merged"), and a report that something is broken that says nothing of what to do."""
+    if preamble := _PREAMBLE.match(sentence.strip()):
+        return never_durable(preamble.group("rest"))  # the work of today says why it is said now, not what is said
     if _CLARIFYING.search(sentence.strip()) or _BOUNDED.search(sentence):
         return True
     if (_REMARK.search(sentence.strip()) and not _SAYS_WHAT_TO_DO.search(sentence)) or _DONE_OR_GUESSED.search(sentence):

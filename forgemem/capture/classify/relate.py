@@ -75,7 +75,7 @@ from forgemem.capture.classify.relate_language import (
     _negative,
     widens,
 )
-from forgemem.capture.classify.relate_names import _NUMBER, _content, _families, _names, _side
+from forgemem.capture.classify.relate_names import _content, _families, _names, _side, measure_moved
 from forgemem.capture.classify.relate_person import person_change
 from forgemem.capture.classify.relate_style import style_change
 
@@ -308,20 +308,6 @@ def _named_alike(old: str, said: str) -> bool:
                for name in _side(old).names - _side(said).names)
 
 
-def _measure_moved(old: str, said: str) -> bool:
-    """Whether a measure of the old memory is given another value in the same unit, the old value not said again
-    ("sessions in redis, TTL 1h" … "we settled on 8h for sessions"; "timeout 30s" … "lowering it to 10s")."""
-    def measures(text: str) -> dict[str, set[str]]:
-        found: dict[str, set[str]] = {}
-        for m in _NUMBER.finditer(text):
-            if m.group(2):
-                found.setdefault(m.group(2).lower(), set()).add(m.group(1))
-        return found
-
-    before, now = measures(old), measures(said)
-    return any(not before[unit] & now[unit] for unit in before.keys() & now.keys())
-
-
 #: a way of working turned down by its verb: "no, don't squash" where "squash migrations per app before merging" held
 _TURNED_DOWN_VERB = re.compile(r"\b(?:(?:(?:don'?t|do not|dont|no longer) (?:need|have) to|no need to)|don'?t|dont|do not|"
                                r"never|no more|stop|quit)\s+(?:\w+ly\s+)?([a-z]{3,})\b", re.I)
@@ -457,7 +443,7 @@ def relate(
                   # a measure moved, on the same subject: "we settled on 8h for sessions" where "sessions in redis,
                   # TTL 1h" held
                   or (x[_CHANGED] and (x[_OVERLAP] > 0 or x[_SIMILARITY] >= NEAR_AT)
-                      and _measure_moved(candidates[i].text, said or new_text)))]
+                      and measure_moved(candidates[i].text, said or new_text)))]
     for label in ("supersedes", "refines"):
         if (i := top(label)) is not None:
             if (label == "refines" and _enough_to_replace(xs[i], candidates[i])

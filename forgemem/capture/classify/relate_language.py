@@ -29,7 +29,9 @@ _CHANGE = _any(
     r"(?: [\w.-]+){0,3} to\b", r"\bsettled on\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
     r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
-    r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b", r"\bnew rule\b", r"\bno more\b",
+    r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b",
+    # "from this month the company standardized: all reports use ISO dates"
+    r"\b(?:from|starting|as of) (?:this|next) (?:week|month|sprint|quarter|year|release)\b", r"\bstandardi[sz]ed\b", r"\bnew rule\b", r"\bno more\b",
     # where the team is now: "we're iOS 16+ now", "we're on kotlin 2 now"
     r"\b(?:we'?re|we are) (?:on |all on )?[\w.+#-]+\+?(?: [\w.+#-]+)? now\b",
     r"\breplac(?:e|ed|es|ing)\b", r"\bditch(?:ed|ing)?\b", r"\bdropp(?:ed|ing)\b", r"\bdrop\b",
@@ -49,6 +51,8 @@ _CHANGE = _any(
     r"process|layout|style)\b", r"\bvoted (?:for|to)\b",
     r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
     # German
+    # Dutch, Polish
+    r"\bvanaf (?:nu|vandaag)\b", r"\bvoortaan\b", r"\bod (?:teraz|dziś|dzisiaj)\b",
     r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",
     r"\bstattdessen\b", r"\bab (?:jetzt|sofort)\b", r"\bvergiss\b", r"\bist geschichte\b", r"\babgeschaltet\b",
     r"\bnur noch\b", r"\bumgestellt\b", r"\bersetzt\b",
@@ -63,7 +67,9 @@ _CHANGE = _any(
 _CHANGE_WEAK = _any(r"\bnow\b", r"\bactually\b", r"\bcurrently\b", r"\bjetzt\b", r"\bahora\b", r"\bmaintenant\b", r"\btoday\b")
 #: an addition to what holds: "and …", "also …", "except …"
 _REFINE = _any(
-    r"^\s*(?:and|also|plus|but|except|though|specifically|that includes|on top of that|in addition)\b",
+    # (not "and from now on …": after a task in the same turn, "and" goes on from the task, not from the rule)
+    r"^\s*(?:and(?!,? (?:from now on|going forward|from here on)\b(?! also\b))|also|plus|but|except|though|specifically|"
+    r"that includes|on top of that|in addition)\b",
     r"\b(?:as well|too)\s*[.!]?\s*$", r"\bon top of\b", r"\bin addition\b", r"\bexcept\b", r"\balso\b",
 )
 #: before an old name: "not npm", "moved off poetry", "instead of X", "von MySQL auf"
@@ -71,7 +77,7 @@ _NEGATED_BEFORE = _any(
     r"\bno longer(?: \w+)?$", r"\bnot(?: \w+)?$", r"\brevert\w*(?: the)?$", r"\bskip(?: the)?$", r"\bgave up on$", r"\b(?:can't|cant|cannot|won't|wont|shouldn't|"
     r"shouldnt|mustn't)(?: \w+)?$", r"\bno$", r"\boff$", r"\bfrom$", r"\binstead of$", r"\bover$",
     r"\brather than$", r"\breplac\w*$", r"\bditch\w*$", r"\bdrop\w*$", r"\bleft$", r"\bleave$", r"\baway from$",
-    r"\bout$", r"\bremov\w*$", r"\bforget(?: \w+)?$", r"\bscratch(?: the)?$", r"\bscrap(?: the)?$",
+    r"\bout$", r"\bremov\w*$", r"\bkill\w*$", r"\bdelet\w*$", r"\bforget(?: \w+)?$", r"\bscratch(?: the)?$", r"\bscrap(?: the)?$",
     r"\bwrong about$", r"\bi said$", r"\bwrong to \w+$", r"\bdone with$", r"\bstop\w* \w+$", r"\babandon\w*$", r"\bkein\w*(?: \w+)?$",
     r"\bvon$", r"\bya no \w+$", r"\bdejamos$", r"\bsin$", r"\bplus de$", r"\bau lieu de$", r"\bmit$",
     r"\bdas mit$", r"\bvergiss(?: das mit)?$", r"\babandonné$", r"\bfrom \w+$", r"\bunlike$",

@@ -41,6 +41,8 @@ other-jobs | jobs | bullmq, oban, hangfire, asynq, temporal
 bundler | bundle | webpack, vite, parcel, rollup, esbuild, turbopack, create react app, cra=create react app, gulp, grunt, snowpack, rspack, browserify
 web-framework | frontend | react, angular, vue, svelte, solid, ember, next.js, nuxt, remix, astro, htmx, jquery, backbone
 backend-framework | backend | django, flask, fastapi, rails, express, nestjs, spring, spring boot, laravel, phoenix, gin, echo, actix, axum, chi, fiber, gorilla/mux, httprouter, symfony, cakephp, codeigniter, hono, koa, fastify, hapi, sinatra, hanami, micronaut, quarkus, http4s, tapir, akka http, pekko http, play framework, asp.net core, minimal apis
+vue-api | components | options api, composition api, script setup=composition api, <script setup=composition api
+react-components | components | class components, function components, functional components=function components
 state | state | redux, redux toolkit, zustand, mobx, recoil, jotai, react query, tanstack query, pinia, vuex, xstate
 styling | style | sass, scss, less, tailwind, styled-components, emotion, css modules, bootstrap, bulma, vanilla-extract, stylus
 go-logging | logging | logrus, zap, zerolog, slog=log/slog, log/slog, glog
@@ -407,3 +409,24 @@ def _side(text: str) -> _Side:
         text, frozenset(names), frozenset(_numbers(text)), frozenset(_subjects(text, names)),
         frozenset(_content(text, names)),
     )
+
+
+#: a count of things: "mean ± std over 3 seeds", "two approvals"
+_COUNT = re.compile(r"(?<![\w.])(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+([a-z]{3,})\b", re.I)
+
+
+def measure_moved(old: str, said: str) -> bool:
+    """Whether a measure or a count of the old memory is given another value in the same unit, the old value not said
+    again ("sessions in redis, TTL 1h" … "we settled on 8h for sessions"; "timeout 30s" … "lowering it to 10s"; "over 3
+    seeds" … "bump it to 5 seeds")."""
+    def measures(text: str) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for m in _NUMBER.finditer(text):
+            if m.group(2):
+                found.setdefault(m.group(2).lower(), set()).add(m.group(1))
+        for m in _COUNT.finditer(text):
+            found.setdefault(_stem(m.group(2).lower()), set()).add(m.group(1).lower())
+        return found
+
+    before, now = measures(old), measures(said)
+    return any(not before[unit] & now[unit] for unit in before.keys() & now.keys())

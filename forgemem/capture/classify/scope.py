@@ -32,7 +32,11 @@ _USER_CUE = _rx(_EVERY_REPO, r"\bin all (?:of )?my (?:own )?(?:projects|repos|re
                 # how the agent talks and works with the person: their preference wherever they work
                 r"\bshall i proceed\b", r"\b(?:when|whenever|after) you (?:explain|answer|reply|respond|summari[sz]e|"
                 r"finish|are done)\b", r"\byour (?:answers?|replies|responses|explanations?|summar(?:y|ies))\b",
-                r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b")
+                r"\b(?:ich mag|me gusta|j'aime|je préfère|prefiero|ich bevorzuge|mir ist)\b",
+                # "for me" and "I want" in the other languages: "ich will überall f-strings, das ist bei mir
+                # grundsätzlich so"
+                r"\b(?:bei mir|für mich|persönlich|ich will|ich möchte|para mí|pour moi|personnellement|je veux|"
+                r"quiero|quero|prefiro|para mim|per me|personalmente|voglio|preferisco|voor mij|ik wil|dla mnie|chcę)\b")
 #: personal cues that outweigh any word about the repository
 _ACROSS_PROJECTS = _rx(r"\bin all (?:of )?my (?:own )?(?:projects|repos|repositories|code|plugins|libraries|libs|apps|scripts|crates|packages|gems|services|dotfiles)\b", r"\ball my code\b", r"\b(?:any|every|all) (?:of my )?projects?\b", _OWN_WORK,
                        _EVERY_REPO,
@@ -46,7 +50,8 @@ _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|pack
                 r"\b(?:this|the) (?:repo|repository|project|codebase)(?:'s)?\b", r"\bour (?:team|repo|project|codebase|"
                 r"ci|pipeline|app|service|stack|api|backend|frontend|convention|style|policy)\b", r"\bhere we\b",
                 r"\bwe (?:use|always|never|keep|put|name|run|deploy|prefer|write|don't|do not|dropped|moved|switched)\b",
-                r"\bbei uns\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b", r"\ben este (?:proyecto|repo)\b",
+                r"\b(?:bei uns|u nas|bij ons|chez nous|da noi)\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b",
+                r"\ben este (?:proyecto|repo)\b",
                 r"\bdans ce (?:projet|dépôt)\b", r"\bhere\b(?!'s| is| are)",
                 # "here" and "we use" in the other languages: "aquí no usamos tailwind", "hier nutzen wir …"
                 r"\b(?:aquí|acá|hier|ici|qui|aqui)\b", r"\b(?:no )?(?:usamos|utilizamos|nutzen wir|verwenden wir|wir nutzen|"
@@ -60,6 +65,10 @@ _REPO_THINGS = _rx(r"`(?:\.?/|[\w.-]+/)[^`]*`",
                    r"`(?:make|npm|pnpm|yarn|npx|cargo|go|poetry|uv|pip|pytest|just|docker|kubectl|terraform|"
                    r"gradle|cd|bundle|rake|rails|mvn|dotnet|mix|sbt|flutter|composer|bazel|nx|tox|nox|helm|"
                    r"\./)\b[^`]*`",
+                   # a command with its flags, said bare: "run cargo clippy --all-targets -- -D warnings locally"
+                   r"\b(?:cargo|npm|pnpm|yarn|npx|poetry|uv|pytest|docker|kubectl|terraform|gradle|\./gradlew|bundle|"
+                   r"rake|mvn|dotnet|mix|flutter|composer|bazel|nx|tox|nox|helm|west|idf\.py|go|make|just)(?: [\w:.-]+){0,2}"
+                   r" --?[a-zA-Z][\w-]*",
                    r"(?:^|\s)(?:\./|src/|lib/|tests?/|app/|packages/|docs/|scripts/|internal/|cmd/|\.github/)\S*",
                    r"\bmake (?!(?:me|it|sure|the|a|an|this|that|them|us|you|those|these|things?|everything|every|all|any|some|"
                    r"one|more|less|its?|my|your|our|their|his|her|so|such|no|up|do|multi-file|multi|big|large|small|"

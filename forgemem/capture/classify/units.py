@@ -70,6 +70,7 @@ _SAID_NAMES = re.compile(r"[\w.+#/@`' ,-]{1,40}[.!]?")
 def _names_carried(pieces: list[str]) -> list[str]:
     """The pieces of three words or more; a shorter one made only of names of tools goes with the sentence after it
     (or before it, at the end): "no. pgx, pgxpool. lib/pq is gone from every service" says what replaces lib/pq."""
+    from forgemem.capture.classify.change_words import _GOES
     from forgemem.capture.classify.relate_names import _names
 
     kept: list[str] = []
@@ -78,6 +79,8 @@ def _names_carried(pieces: list[str]) -> list[str]:
         if len(piece.split()) >= 3:
             kept.append(f"{carried} {piece}".strip())
             carried = ""
+        elif _GOES.search(piece):
+            kept.append(piece)  # a thing of the old way said to go, said short: "kill scripts/sweep.sh."
         elif _SAID_NAMES.fullmatch(piece) and (words := [w for w in re.findall(r"[\w.+#/@-]*\w", _REACTION.sub("", piece))
                                                         if w.lower() not in _BESIDE_NAMES]) and all(
                 _names(word) for word in words):
@@ -153,7 +156,10 @@ def _cut(sentence: str) -> list[str]:
 
 #: "everyone on the team formats with that, no exceptions": the sentence before it is what it speaks of
 _ENDS_POINTING_BACK = re.compile(r"\b(?:with|like|by|to) (?:that|this|those|these|them)\b(?:,? (?:no exceptions|too|as "
-                                 r"well|always|everywhere))?\W*$", re.I)
+                                 r"well|always|everywhere))?\W*$|"
+                                 # "from now on any new script gets it too"
+                                 r"\b(?:gets?|needs?|uses?|has|have|does|do|follows?) (?:it|that|this|them|those) (?:too|as "
+                                 r"well)\W*$", re.I)
 #: "no, annotate them.": a reaction pointing at the work, said before the rule that explains it
 _ONLY_POINTS = re.compile(r"^\W*(?:(?:no|nope|nah|ok|so)\W+)?\w+ (?:them|it|those|that|these)\W*$", re.I)
 #: an example in code after the rule it shows ("use lazy %-style args — logger.info("done in %.1fs", elapsed).")

@@ -78,6 +78,8 @@ _FOREIGN_WORDS = {
               "noch schon hier gerade dann wenn".split()),
     "es": set("el los las que por para con usamos siempre nunca y una un mi nuestro nuestra yo somos está "
               "están del al lo le se pero también prefiero soy tengo favor me gusta quiero de la en es".split()),
+    "pl": set("u nas się nie jest są w z że jak ale tylko zawsze nigdy dziś od dla przez czy mnie mi ja my "
+              "wszystkie wszystko proszę już jeszcze też bo tak nikt tego ten ta".split()),
     "fr": set("le les des est et pas pour avec je nous toujours jamais une du au mon notre sont ce cette "
               "qui que il elle on mais aussi suis préfère jamais ne me de la sur dans un faut veux".split()),
 }

@@ -26,6 +26,8 @@ _LEAD_FILLER = re.compile(
         r"from here on(?: out)?", r"in (?:the )?future", r"for future reference", r"no+ no+", r"no+(?=\s*[,!])",
         r"nope", r"sorry(?:,? long day)?", r"lol", r"lmao", r"haha+", r"oh and", r"and also", r"yes",
         r"unrelated(?: but)?", r"ngl", r"hm+", r"welp", r"oh wait", r"quick (?:heads up|update)",
+        # why it is said now: "since we're doing the contrast pass today: I'm colorblind …"
+        r"(?:since|as|because) [^:]{0,100}?\b(?:today|tonight|this week|right now)(?=\s*:)",
     )
     + r"(?![\w'/-]|\.\w)(?:[\s,:;!–—-]|\.(?!\w))*"
     # filler only before a comma, colon or dash ("update: …", not "update the changelog …")

@@ -112,6 +112,8 @@ _WE_ELSEWHERE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bwe(?:'ve| have)\b(?! to\b)", re.I), "the project has"),
     (re.compile(r"\bwe(?:'d| would)\b", re.I), "the project would"),
     (re.compile(r"\bwe(?:'ll| will)\b", re.I), "the project will"),
+    # "no business logic in signals in our projects": the team's, not "the project's projects"
+    (re.compile(r"\bour (?=(?:projects|repos|repositories|services|apps|codebases|clients|teams)\b)", re.I), "the team's "),
     (re.compile(r"\bours\b", re.I), "the project's"),
     (re.compile(r"\bour\b", re.I), "the project's"),
     (re.compile(r"\bus\b(?!-)(?=\s|[,.;:)]|$)", re.I), "the project"),
@@ -163,7 +165,7 @@ _REPO_WORDS = [
     (re.compile(r"\b(?:this|our) repo\b", re.I), "this repository"),
     (re.compile(r"\bfor (?:this|our) repo\b", re.I), "for this repository"),
 ]
-_HERE_AT_END = re.compile(r"\s+(?:around )?here(?=\s*(?:[,;.:!)]|$))", re.I)
+_HERE_AT_END = re.compile(r"\s+(?:in |around )?here(?=\s*(?:[,;.:!)]|$))", re.I)
 
 _IMPERATIVE_START = re.compile(
     r"^(?:use|do|don't|never|always|only|keep|put|run|add|make|write|name|store|call|pass|avoid|prefer|"

@@ -103,7 +103,7 @@ def _finish(text: str) -> str:
     text = _cap(text)
     last = _PLACEHOLDER.search(text[-24:]) if text.endswith(_PH_CLOSE) else None
     held = kept[int(last.group(2))] if last and int(last.group(1)) == kept.ns else ""
-    if not re.search(r"[.!?…]$", text) and not held.startswith("```") and not held.endswith("..."):
+    if not re.search(r"[.!?…]$", text) and not held.startswith("```") and not held.endswith((".", "!", "?")):
         text += "."
     return _restore(text, kept)
 
@@ -135,6 +135,12 @@ def _foreign(text: str) -> str:
         held = _FOREIGN_FILLER.sub(lambda m: " " if m.start() else "", held).strip(" ,;:")
     held = re.sub(r"\s+([,;:.!?)])(?=\s|$)", r"\1", held)
     return _finish(_restore(re.sub(r"\s{2,}", " ", held), kept))
+
+
+#: a conclusion that points back at what was said before it ("from now on any new script gets it too") is not the story's
+#: end: what it points at is the rule
+_POINTS_BACK_AT_END = re.compile(r"\b(?:gets?|needs?|uses?|has|have|does|do|follows?|with|like) (?:it|that|this|them|those)"
+                                 r"(?: too| as well)?\W*$", re.I)
 
 
 _SAID_BEFORE_BUT = re.compile(r"^(?:\W*(?:ok|okay|so|yeah|hmm+|look)\W+)*i know (?:i|we) said (?P<old>[^,.;]{1,40}?),? "
@@ -223,7 +229,7 @@ def rule_text(sentence: str, *, category: str, scope: str, context: str = "", pr
                                    r"(?:can|could|would) you(?: please)? (?:always|never|make sure))\b",
                                    _LEAD_FILLER.sub("", p.strip()), re.I)]
     for i, p in enumerate(kept_pieces):
-        if i and _CONCLUSION.match(p.strip()) and not any(_is_strong_rule(_strip_filler(q)) or _DROPS_CHOICE.search(q)
+        if i and _CONCLUSION.match(p.strip()) and not _POINTS_BACK_AT_END.search(p) and not any(_is_strong_rule(_strip_filler(q)) or _DROPS_CHOICE.search(q)
                                                           for q in kept_pieces[:i]):
             kept_pieces = kept_pieces[i:]  # the story before "so, …" / "anyway, …" / "long story short, …"
             break
