@@ -156,3 +156,27 @@ def test_from_now_on_in_dutch_says_a_rule_lasts(real_embedder):
     sentence = "btw vanaf nu commit messages in English, ook bij de Nederlandse klanten."
     (decision,) = decide(feature_matrix([sentence], real_embedder), "dense", [sentence])
     assert decision.is_durable, decision
+
+
+@pytest.mark.parametrize("sentence, never", [
+    ("In app/src/led_pattern.c, the vendor code we copied in uses 2-space indents, match that in this file, don't "
+     "reformat it.", True),
+    ("before you write anything how do we handle power management in drivers", True),
+    ("Ah, sorry. I asked the managers just now.", True),
+    ("never use default exports, also in this file", False),
+])
+def test_this_file_a_question_without_its_mark_and_what_was_just_done_are_no_rules(sentence, never):
+    assert never_durable(sentence) is never
+
+
+def test_all_the_teams_crates_are_the_repositorys():
+    from forgemem.capture.classify.scope import scope_for
+
+    assert scope_for("two things, and these go for all the fw crates not just this one: no static mut.",
+                     "coding-preferences", 0.5, True)[0] == "repo"
+
+
+def test_what_the_person_is_by_trade_said_in_dutch_is_a_fact(real_embedder):
+    sentence = "ik ben eigenlijk een Vue dev, React doe ik pas sinds een half jaar voor deze klant."
+    (decision,) = decide(feature_matrix([sentence], real_embedder), "dense", [sentence])
+    assert decision.is_durable, decision

@@ -359,7 +359,12 @@ _SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an |my )?(?:mac|macos|win
                   r"\bi(?:'m| am|m) (?:in|on) (?-i:[A-Z]{2,3}S?T|CET|CEST|EET|WET|UTC|GMT)(?:[+-]\d{1,2})?\b",
                   r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
                   # the team they are on: "fyi i'm on the checkout team", "i joined the payments team"
-                  r"\bi(?:'m| am|m) (?:now )?(?:on|in) the (?:[\w-]+ ){1,3}team\b", r"\bi (?:joined|moved to) the "
+                  r"\bi(?:'m| am|m) (?:now )?(?:on|in) the (?:[\w-]+ ){1,3}team\b",
+                  # what they are by trade, in the languages people write in: "ik ben eigenlijk een Vue dev"
+                  r"\b(?:i'?m|i am|ik ben|ich bin|je suis|soy|sou|sono)(?: (?:actually|really|mostly|eigenlijk|"
+                  r"eigentlich|en fait|basically))? (?:a|an|een|ein|eine|un|une|um|uma|una) (?:[\w.+#-]+ ){0,2}"
+                  r"(?:dev|developer|engineer|designer|entwickler|ontwikkelaar|développeur|desarrollador|"
+                  r"desenvolvedor|sviluppatore)\b", r"\bi (?:joined|moved to) the "
                   r"(?:[\w-]+ ){1,3}team\b", r"\bmy team is\b")
 SETUP_AT = 0.05
 #: the language to answer in, asked for always ("bitte antworte mir immer auf deutsch", "always reply in english"): the

@@ -79,6 +79,8 @@ _ASKS = _rx(r"\?\s*$", r"^(?:can|could|would|will|should|is|are|does|do|did|what
             # asked without a "?": "which would you pick here", "thoughts"
             r"\bwhich (?:one )?(?:would|should|do) (?:you|we|i)\b", r"\bwhat do you think\b", r"\bthoughts\W*$",
             r"\bjust (?:asking|curious|wondering)\b",
+            # asked without a "?", after a few words: "before you write anything how do we handle power management"
+            r"^(?:\W*\w+\W+){1,5}?how do (?:we|you|i|they) (?:handle|do|deal with|manage|usually|normally|set up)\b",
             # a request to look into something, anywhere in the sentence: "…, can u check pyproject"
             r"\b(?:can|could) (?:you|u) (?:pls |please )?(?:check|look|see|take a look|verify|investigate|debug|"
             r"figure out|find out|dig)\b",
@@ -145,7 +147,7 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"\bfor (?:this|that|the) (?:one|fix|pr|pull request|change|commit|branch|ticket|task|bug|release|"
                r"demo|spike|migration|run|refactor|rename)\b",
                r"\buntil (?:this|it|that|the pr|the refactor|the rename)(?:'s| is)? (?:merged|done|lands|ships|in)\b",
-               r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit))\b",
+               r"\b(?:this time|just this once|for today|for the demo|in this (?:pr|pull request|commit)|just now)\b",
                # a go-ahead for the work proposed: "yep. go ahead with orders, the rest i'll do in follow-ups"
                r"^\W*(?:\w+\W+){0,2}?(?:go ahead|go for it)\b(?! and (?:always|never))",
                # ... in the other languages: "no toques es.json en este PR"
@@ -171,7 +173,11 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                r"^\W*need (?:to (?!always\b|never\b)\w+|an?\b)")
 #: a piece of the work at hand named as such: "keep this hotfix php 7.4-safe", "pin corepack to 0.29 in that job
 #: instead", "no new deps in this PR" (44 of 45 labelled sentences with one and no word of when it recurs hold no rule)
-_THIS_WORK = _rx(r"\b(?:this|that) (?:hotfix|pr|pull request|branch|ticket|job|task|spike|patch)\b")
+_THIS_WORK = _rx(r"\b(?:this|that) (?:hotfix|pr|pull request|branch|ticket|job|task|spike|patch)\b",
+                 # "the vendor code uses 2-space indents, match that in this file"
+                 # (but "in general, not just in this file")
+                 r"(?<!not just )(?<!not only )(?<!\bnot )\b(?:in|for) (?:this|that) (?:file|function|method|class|test|"
+                 r"component)\b(?!.*\bin general\b)")
 #: asking for a thing to be made ("I want a cli command that …", "can you add a …"): a task
 _REQUEST = _rx(r"^(?:\W*\w+\W+){0,5}?i need (?!you\b|to (?:always|never)\b|(?:all|every|each|any|no)\b)[\w`./-]+"
                r"(?: [\w`./-]+)? (?:via|with|for|in|on|that|which|so)\b",

@@ -50,7 +50,10 @@ _REPO_CUE = _rx(r"\bin this (?:repo|repository|project|codebase|service|app|pack
                 r"\b(?:this|the) (?:repo|repository|project|codebase)(?:'s)?\b", r"\bour (?:team|repo|project|codebase|"
                 r"ci|pipeline|app|service|stack|api|backend|frontend|convention|style|policy)\b", r"\bhere we\b",
                 r"\bwe (?:use|always|never|keep|put|name|run|deploy|prefer|write|don't|do not|dropped|moved|switched)\b",
-                r"\b(?:bei uns|u nas|bij ons|chez nous|da noi)\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b",
+                r"\b(?:bei uns|u nas|bij ons|chez nous|da noi)\b",
+                # the team's things, all of them: "these go for all the fw crates not just this one"
+                r"\b(?:all|every one of) (?:the |our )(?:[\w-]+ )?(?:crates|services|microservices|packages|apps|modules|"
+                r"repos|repositories|libraries|drivers|lambdas|workers)\b", r"\bin (?:diesem|unserem) (?:projekt|repo)\b",
                 r"\ben este (?:proyecto|repo)\b",
                 r"\bdans ce (?:projet|dépôt)\b", r"\bhere\b(?!'s| is| are)",
                 # "here" and "we use" in the other languages: "aquí no usamos tailwind", "hier nutzen wir …"
