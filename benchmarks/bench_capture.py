@@ -433,6 +433,10 @@ SETS = (
     ("v2 dev 41", "capture_v2_dev41.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
      " nor the other sets (a frontend agency across client repositories: React, Next.js, Vue, Tailwind; Dutch, Spanish);"
      " first measured 0.571 / 0.516, 8 of 12 changes of mind on 066c6c1 before any change, then read, never trained on"),
+    ("v2 dev 45", "capture_v2_dev45.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
+     " nor the other sets (SRE and on-call: Kubernetes, Terraform, Prometheus, pasted logs with credential-shaped strings;"
+     " French, Italian); first measured 0.645 / 0.667, 3 of 10 changes of mind on e94f9c2 before any change, then read,"
+     " never trained on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
