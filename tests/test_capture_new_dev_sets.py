@@ -180,3 +180,27 @@ def test_what_the_person_is_by_trade_said_in_dutch_is_a_fact(real_embedder):
     sentence = "ik ben eigenlijk een Vue dev, React doe ik pas sinds een half jaar voor deze klant."
     (decision,) = decide(feature_matrix([sentence], real_embedder), "dense", [sentence])
     assert decision.is_durable, decision
+
+
+@pytest.mark.parametrize("sentence, never", [
+    # a snake_case name opening a rule is no pasted error code ("ERR_PNPM_OUTDATED_LOCKFILE Cannot install …")
+    ("runbook_url goes to the repo now, not confluence: https://github.com/acme/platform/blob/main/docs/runbooks/", False),
+    ("max_connections stays at 100 on every replica", False),
+    ("ERR_PNPM_OUTDATED_LOCKFILE Cannot install with frozen-lockfile", True),
+])
+def test_a_snake_case_name_at_the_start_is_no_error_code(sentence, never):
+    assert never_durable(sentence) is never
+
+
+def test_words_of_other_languages_keep_their_letters():
+    from forgemem.capture.classify.relate_names import _words
+
+    assert _words("on a revu la règle: déployer après 15h, Geschäftslogik") == [
+        "on", "a", "revu", "la", "règle", "déployer", "après", "h", "geschäftslogik"]
+
+
+def test_a_rule_revised_in_french_is_a_change():
+    from forgemem.capture.classify.relate_language import _CHANGE
+
+    assert _CHANGE.search("suite au post-mortem on a revu la règle du deploy freeze du vendredi")
+    assert _CHANGE.search("abbiamo cambiato il canale degli alert")

@@ -116,7 +116,7 @@ _MALFUNCTION = _rx(r"\b(?:doesn'?t|does not|didn'?t|won'?t|isn'?t|is not|aren'?t
                    r"\b(?:fails?|failed|crash(?:es|ed)?|errors? out|errored|breaks|broke) (?:for me|on my (?:machine|"
                    r"laptop|side)|locally|with (?:this|an?|the)?\s*[\"'`:(]|when i\b)",
                    # a line of pasted tool output: "ERR_PNPM_OUTDATED_LOCKFILE Cannot install …", "error[E0308]: …"
-                   r"^[A-Z][A-Z0-9]*_[A-Z0-9_]{3,}\b", r"^(?:error|fatal|panic|traceback|exception|warning)\b\s*[:\[(]",
+                   r"^(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]{3,})\b", r"^(?:error|fatal|panic|traceback|exception|warning)\b\s*[:\[(]",
                    r"\b(?:keeps?|started|starts) (?:failing|crashing|timing out|throwing|erroring|fighting|flipping|"
                    r"conflicting|breaking|overwriting|reverting)\b",
                    r"\b(?:isn'?t|is not|aren'?t|are not|not being|never gets?) (?:picked up|applied|loaded|respected|"

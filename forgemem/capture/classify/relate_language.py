@@ -63,6 +63,10 @@ _CHANGE = _any(
     r"\bdésormais\b", r"\bdorénavant\b", r"\bà partir de maintenant\b", r"\bne \w+ plus\b", r"\bn'\w+ plus\b",
     r"\bplus de\b", r"\bfinalement\b", r"\bon passe à\b", r"\babandonné\b", r"\bau lieu de\b",
     r"\bc'est fini\b", r"\bj'avais tort\b",
+    # "on a revu la règle du deploy freeze : on peut de nouveau déployer le vendredi"
+    r"\bon a (?:revu|changé|modifié|assoupli|abandonné)\b", r"\bde nouveau\b",
+    # Italian
+    r"\babbiamo (?:cambiato|rivisto|deciso|abbandonato)\b", r"\bnon più\b", r"\binvece di\b",
 )
 _CHANGE_WEAK = _any(r"\bnow\b", r"\bactually\b", r"\bcurrently\b", r"\bjetzt\b", r"\bahora\b", r"\bmaintenant\b", r"\btoday\b")
 #: an addition to what holds: "and …", "also …", "except …"

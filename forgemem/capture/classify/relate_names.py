@@ -293,7 +293,8 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n|[-–—]\s+|\(\s*)$")
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*", text)]
+    # letters of any language: "déployer", "règle" and "Geschäftslogik" are words, not "ployer", "gle", "ftslogik"
+    return [w.lower() for w in re.findall(r"[^\W\d_][^\W\d_'-]*(?:['-][^\W\d_]+)*", text)]
 
 
 def _names(text: str) -> set[str]:
