@@ -433,6 +433,14 @@ SETS = (
     ("v2 dev 41", "capture_v2_dev41.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
      " nor the other sets (a frontend agency across client repositories: React, Next.js, Vue, Tailwind; Dutch, Spanish);"
      " first measured 0.571 / 0.516, 8 of 12 changes of mind on 066c6c1 before any change, then read, never trained on"),
+    ("v2 dev 43", "capture_v2_dev43.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
+     " nor the other sets (an open-source maintainer triaging issues and pull requests of a Rust and Python library;"
+     " contributors quoted); first measured 0.576 / 0.613, 7 of 11 changes of mind on e94f9c2 before any change, then"
+     " read, never trained on"),
+    ("v2 dev 44", "capture_v2_dev44.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
+     " nor the other sets (a startup's TypeScript monorepo: Turborepo, Prisma, tRPC; terse commands, many yes/ok to the"
+     " agent's proposals); first measured 0.444 / 0.400, 5 of 11 changes of mind on e94f9c2 before any change, then"
+     " read, never trained on"),
     ("v2 dev 45", "capture_v2_dev45.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
      " nor the other sets (SRE and on-call: Kubernetes, Terraform, Prometheus, pasted logs with credential-shaped strings;"
      " French, Italian); first measured 0.645 / 0.667, 3 of 10 changes of mind on e94f9c2 before any change, then read,"
