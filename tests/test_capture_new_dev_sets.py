@@ -204,3 +204,46 @@ def test_a_rule_revised_in_french_is_a_change():
 
     assert _CHANGE.search("suite au post-mortem on a revu la règle du deploy freeze du vendredi")
     assert _CHANGE.search("abbiamo cambiato il canale degli alert")
+
+
+def test_an_import_path_alias_is_a_name_and_said_away_replaces_the_old_alias(real_embedder):
+    from forgemem.capture.classify.relate_names import _names
+
+    assert {"@/", "~/"} <= _names("its @/ now not ~/. changed the tsconfig paths when we upgraded next")
+    assert _relation("apps/web imports use the ~/ path alias for src",
+                     "its @/ now not ~/. changed the tsconfig paths when we upgraded next", real_embedder)[0] == "supersedes"
+
+
+def test_the_old_thing_said_outdated_replaces_its_memory(tmp_path, real_embedder):
+    workspace, old = _store_with(tmp_path, "Prices and amounts are stored as Float (dollars) in Prisma", "repo",
+                                 "architectural-decisions")
+    written = _conversation(
+        workspace, real_embedder,
+        ("user", "Plan model for the pricing page. name, monthly price, seats"),
+        ("assistant", "model Plan { id String @id; name String; priceMonthly Float; seats Int }"),
+        ("user", "no. floats bit us on the stripe reconcile, 0.1+0.2 garbage. money is Int cents now, "
+                 "priceMonthlyCents. we already migrated Invoice, the float thing is outdated"),
+        ("assistant", "Changed to priceMonthlyCents Int."))
+    assert [m for m in written if "cents" in m.body and old.id in m.supersedes], written
+
+
+@pytest.mark.parametrize("sentence", [
+    "routers are plural noun, no .router suffix, same as the others",
+    "im red-green colorblind, those dots look identical to me.",
+])
+def test_as_the_others_do_and_a_kind_of_colour_blindness_say_it_lasts(sentence, real_embedder):
+    (decision,) = decide(feature_matrix([sentence], real_embedder), "dense", [sentence])
+    assert decision.is_durable, decision
+
+
+def test_a_lone_word_of_how_long_goes_with_the_sentence_before_it():
+    from forgemem.capture.classify.units import units
+
+    assert units("dont use db push. ever. always migrate dev.") == ["dont use db push. ever.", "always migrate dev."]
+
+
+def test_the_migrate_command_is_no_word_of_change():
+    from forgemem.capture.classify.change_words import _SAYS_A_CHANGE
+
+    assert not _SAYS_A_CHANGE.search("always migrate dev.")
+    assert _SAYS_A_CHANGE.search("we migrated to opentofu")

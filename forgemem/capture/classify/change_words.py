@@ -18,7 +18,7 @@ _CHANGE_WORDS = re.compile(
     r"\b(?:(?<!right )(?<!just )now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed|ing)?|drop(?:ped|ping)?|cancel(?:l?ed|ling)?|(?:soften|relax|loosen)(?:ed|ing)? the|(?:is|are) "
     r"(?:out|gone|off the table)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
-    r"said|migrat(?:e|ed|ing)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
+    r"said|(?<!always )(?<!never )migrat(?:e|ed|ing)(?! dev\b| deploy\b| reset\b| status\b)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
     r"get(?:ting)? rid of|got rid of|no more|stattdessen|nicht mehr|ya no|en (?:vez|lugar) de|au lieu de|bump(?:ed|ing)?(?: [\w.-]+){0,2} to|upgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to)\b",
     re.I)
 #: words that take back what was said before, and how close (cosine) the rule taken back must be
@@ -55,7 +55,7 @@ _NOT_WHAT_GOES = _NOT_NAMES | {"stuff", "code", "setup", "way", "just", "really"
 _GOES = re.compile(
     r"\b(?:was|were|has been|turned out to be) (?:a |an )?(?:\w+ )?(?:mistake|error|bad idea|dead end)\b|"
     r"\b(?:goes|go|went|has to go|needs to go) away\b|\b(?:is|are) (?:out|gone|dead|history|over|off the table|"
-    r"deleted|removed)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off [\w`.-]+|"
+    r"deleted|removed|outdated|obsolete)\b|\b(?:is|are|we're|we are) (?:fully |now |finally )?off [\w`.-]+|"
     r"\b(?:ignore|disregard|forget|scrap) (?:what|everything|all) (?:i|we) said\b|\bi was wrong about\b|"
     r"\b(?:changed|change|changing) (?:my|our) mind (?:about|on)\b|\b(?:scrap|ditch|drop|forget|kill) (?:the|that|our) [\w`.-]+"
     r"(?: [\w`.-]+){0,2} thing\b|\b(?:we're|we are|i'm|im|i am) (?:dropping|ditching|"

@@ -354,7 +354,8 @@ _SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an |my )?(?:mac|macos|win
                   r"debian|chromebook|m\d mac|macbook|m\d(?: (?:pro|max|air|mini))?|(?:mac ?book )?(?:air|pro) m\d|"
                   r"thinkpad|surface|framework)\b", r"\bi (?:use|work in|work with|code in) (?:vim|neovim|emacs|"
                   r"vs ?code|jetbrains|pycharm|intellij|zsh|fish|powershell|helix|zed)\b",
-                  r"\bi(?:'m| am|m) (?:colou?r-?blind|dyslexic|left-handed|based in|in the \w+ time ?zone)\b",
+                  r"\bi(?:'m| am|m) (?:(?:red[- ]green|partially|fully|totally|a bit) )?(?:colou?r-?blind|dyslexic|"
+                  r"left-handed|based in|in the \w+ time ?zone)\b",
                   r"\bi(?:'m| am|m) in (?:the )?[\w/+-]+ (?:time|timezone|time zone|tz)\b",
                   r"\bi(?:'m| am|m) (?:in|on) (?-i:[A-Z]{2,3}S?T|CET|CEST|EET|WET|UTC|GMT)(?:[+-]\d{1,2})?\b",
                   r"\bmy (?:os|editor|ide|shell|time ?zone|keyboard layout|screen reader) is\b",
@@ -397,6 +398,8 @@ _GENERAL_ELSEWHERE = _rx(
     r"\b(?:stays?|remains?) (?:in )?[\w`./-]+\W*(?:,|$)", r"\bfor (?:all )?[\w.]+ (?:and [\w.]+ )?(?:files )?do\b",
     # as people type them: "dont mock the db", and a choice stated against another ("retries use tenacity, not …")
     r"\bdont \w+", r"\buse [\w`./:-]+(?: [\w`./:-]+)?,? not\b", r"\b(?:pls|please|plz),? not (?:the )?[\w`.-]+",
+    # as the rest of the project does it: "routers are plural noun, no .router suffix, same as the others"
+    r"\b(?:same as|like|as with) (?:the others|the rest|all the others|everywhere else|the other [\w-]+s)\b",
     # what the project's tools are: "the runner is `python runtests.py`", "our default branch is trunk"
     r"\b(?:the|our) (?:test )?(?:runner|linter|formatter|build tool|package manager|entry ?point|default branch|"
     r"orm|task runner|ci|db|database|stack) (?:is|are|here is)\b",

@@ -22,7 +22,8 @@ _CHANGE = _any(
     r"\bswitch(?:es|ed|ing)?\b", r"\bmov(?:e|es|ed|ing)(?: [\w.-]+){0,3}? (?:to|off|from|away|over|up|down)\b", r"\bmoved\b",
     # "default materialization becomes table", "relaxing the any rule a bit", "stop explaining every change"
     r"\bbec(?:ome|omes|ame)\b", r"\b(?:soften|relax|loosen)(?:s|ed|ing)?\b", r"\bstop \w+ing\b",
-    r"\bmigrat(?:e|ed|ing)\b", r"\bport(?:ed|ing)\b", r"\bbump(?:ed|ing)?(?: [\w.-]+){0,2} to\b",
+    # (not the command: "always migrate dev", "prisma migrate deploy")
+    r"\b(?<!always )(?<!never )migrat(?:e|ed|ing)\b(?! dev\b| deploy\b| reset\b| status\b)", r"\bport(?:ed|ing)\b", r"\bbump(?:ed|ing)?(?: [\w.-]+){0,2} to\b",
     r"\bupgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to\b",
     # a value moved: "we're raising minSdk to 26", "lowering the timeout to 5s", "settled on 8h"
     r"\b(?:rais(?:e|es|ing)|lower(?:s|ing)|increas(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|reduc(?:e|es|ed|ing))"
@@ -92,7 +93,8 @@ _NEGATED_BEFORE = _any(
 )
 #: after an old name: "poetry is gone", "yarn's out", "alpine is done", "X was a mistake", "X ist Geschichte"
 _NEGATED_AFTER = _any(
-    r"^(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|dead|history|legacy|deprecated|archived|frozen|"
+    r"^(?:(?:thing|stuff|approach|way|one|setup|version|bit)\s+)?(?:'s|is|are|was|were|has been|have been)? ?(?:gone|out|"
+    r"dead|history|legacy|deprecated|archived|frozen|outdated|"
     r"unmaintained|unsupported|read-only|removed|deleted|over|too \w+|a mistake|a pain|shut down|replaced|"
     r"(?:now )?empty|unused|obsolete|a leftover|leftover|done|finished|retired|"
     r"being (?:closed|removed)|closed|shut down|decommissioned|expired|used up|end[- ]of[- ]life|eol|in maintenance mode|on (?:its|their|the) way out|sunset(?:ted)?|only for|no longer|not used|didn't work|reverted|ripped out|phased out|"

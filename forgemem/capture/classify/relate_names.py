@@ -338,7 +338,12 @@ def _names(text: str) -> set[str]:
         )
         if looks_like_name:
             found.add(lower)
+    # an import path alias: "its @/ now not ~/"
+    found.update(m.group(0) for m in _PATH_ALIAS.finditer(masked))
     return found
+
+
+_PATH_ALIAS = re.compile(r"(?<![\w/.~@#$])[~@#$][\w-]*/(?![\w/])")
 
 
 def _is_a_name(text: str, match: re.Match[str], canonical: str, families: set[str], words: set[str], code: str) -> bool:

@@ -81,6 +81,8 @@ def _names_carried(pieces: list[str]) -> list[str]:
             carried = ""
         elif _GOES.search(piece):
             kept.append(piece)  # a thing of the old way said to go, said short: "kill scripts/sweep.sh."
+        elif kept and _LONE_MODALITY.match(piece):
+            kept[-1] = f"{kept[-1]} {piece}"  # "dont use db push. ever.": the word says how the sentence before holds
         elif _SAID_NAMES.fullmatch(piece) and (words := [w for w in re.findall(r"[\w.+#/@-]*\w", _REACTION.sub("", piece))
                                                         if w.lower() not in _BESIDE_NAMES]) and all(
                 _names(word) for word in words):
@@ -89,6 +91,10 @@ def _names_carried(pieces: list[str]) -> list[str]:
     if carried and kept:
         kept[-1] = f"{kept[-1]} {carried}"
     return kept
+
+
+#: a word of how long a rule holds, said as a sentence of its own after it
+_LONE_MODALITY = re.compile(r"^\W*(?:ever|never|never ever|always|no exceptions|period|everywhere|at all|not ever)\W*$", re.I)
 
 
 #: a turn of at most this many words, all in fragments, is read as one unit
