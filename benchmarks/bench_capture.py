@@ -433,6 +433,10 @@ SETS = (
     ("v2 dev 41", "capture_v2_dev41.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
      " nor the other sets (a frontend agency across client repositories: React, Next.js, Vue, Tailwind; Dutch, Spanish);"
      " first measured 0.571 / 0.516, 8 of 12 changes of mind on 066c6c1 before any change, then read, never trained on"),
+    ("v2 dev 42", "capture_v2_dev42.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
+     " nor the other sets (a solo developer's long rambling turns of 150-400 words, a rule or two buried in each: Go,"
+     " SQLite, a side business); first measured 0.178 / 0.500 (90 written), 2 of 11 changes of mind on e94f9c2 before"
+     " any change, then read, never trained on"),
     ("v2 dev 43", "capture_v2_dev43.yaml", "written 2026-11-28 (stop 33) by a writer who saw neither the classifier"
      " nor the other sets (an open-source maintainer triaging issues and pull requests of a Rust and Python library;"
      " contributors quoted); first measured 0.576 / 0.613, 7 of 11 changes of mind on e94f9c2 before any change, then"
