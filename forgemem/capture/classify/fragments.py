@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from forgemem.capture.classify.never import _TASK_AT_HAND
+from forgemem.capture.classify.never import _TASK_AT_HAND, LEFT_TO_THE_AGENT
 from forgemem.capture.classify.units import _CODE_ONLY, _ENDS_POINTING_BACK, _ONLY_POINTS
 
 #: a sentence that points back at the one before it ("Always add a new one …") belongs with it
@@ -141,8 +141,7 @@ def _lost_to_the_task(before: str, unit: str) -> bool:
 
 #: how to do the work, left to the agent: "gate it on a cargo feature or cfg(debug_assertions), whichever is cleaner" is
 #: the task that applies the rule said before it, not more of the rule
-_LEFT_TO_THE_AGENT = re.compile(r"\b(?:whichever|whatever) (?:is|you think is|seems|looks) (?:cleaner|easier|simpler|better|"
-                                r"best|nicer|faster)\b|\bup to you\b|\byour call\b|\beither (?:way|works|is fine)\b", re.I)
+_LEFT_TO_THE_AGENT = re.compile(rf"\b{LEFT_TO_THE_AGENT}\b|\bup to you\b|\byour call\b|\beither (?:way|works|is fine)\b", re.I)
 
 
 #: a person named with what they own, then a rule that sends work to them: "Priya owns MCUboot and the signing keys —

@@ -171,6 +171,9 @@ _ONE_OFF = _rx(r"^\W*(?:next|then|first|after that|todo|step \d+)\s*[:,-]\s*(?:\
                # a job to do, said without its subject: "need to bump the gke node pool in envs/prod …", "need a
                # migration adding `refund_reason` to events.payments"
                r"^\W*need (?:to (?!always\b|never\b)\w+|an?\b)")
+#: how to do the work, left to the agent: "…, whichever is cleaner" (`_AT_HAND`; `fragments` keeps such a sentence apart
+#: from the rule before it)
+LEFT_TO_THE_AGENT = r"(?:whichever|whatever) (?:is|you think is|seems|looks) (?:cleaner|easier|simpler|better|best|nicer|faster)"
 #: a piece of the work at hand named as such: "keep this hotfix php 7.4-safe", "pin corepack to 0.29 in that job
 #: instead", "no new deps in this PR" (44 of 45 labelled sentences with one and no word of when it recurs hold no rule)
 _THIS_WORK = _rx(r"\b(?:this|that) (?:hotfix|pr|pull request|branch|ticket|job|task|spike|patch)\b",
@@ -222,8 +225,7 @@ _AT_HAND = _rx(r"^\W*(?:(?:so|ok|okay|and|oh|ah|right)\W+){0,2}(?:this|that) one
                r"^\W*(?:(?:hm+|hmm+|uh+|well|ok|okay|ah|oh)\W+)*let me (?:ask|check with|run (?:it|this|that) by|talk to|"
                r"think|sleep on|discuss)\b[^,;.!?]*[.!]?\s*$",
                # how to do the work, left to the agent: "gate it on a cargo feature or cfg(…), whichever is cleaner"
-               r"\b(?:whichever|whatever) (?:is|you think is|seems|looks) (?:cleaner|easier|simpler|better|best|nicer|"
-               r"faster)\W*$", r"\b(?:up to you|your call)\W*$",
+               rf"\b{LEFT_TO_THE_AGENT}\W*$", r"\b(?:up to you|your call)\W*$",
                # said to be undecided: "… sven keeps saying we should drop storybook for ladle. nothing decided, just
                # so you know the vibe"
                r"^\W*(?:\w+\W+){0,2}?(?:nothing|not|none of (?:it|that|this)) (?:is |has been |was )?(?:decided|final|"

@@ -51,9 +51,9 @@ _CHANGE = _any(
     r"changed\b", r"\bchanged (?:the|our|its|their) (?:\w+ ){0,2}(?:rules?|naming|scheme|format|conventions?|policy|"
     r"process|layout|style)\b", r"\bvoted (?:for|to)\b",
     r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
-    # German
     # Dutch, Polish
     r"\bvanaf (?:nu|vandaag)\b", r"\bvoortaan\b", r"\bod (?:teraz|dziś|dzisiaj)\b",
+    # German
     r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",
     r"\bstattdessen\b", r"\bab (?:jetzt|sofort)\b", r"\bvergiss\b", r"\bist geschichte\b", r"\babgeschaltet\b",
     r"\bnur noch\b", r"\bumgestellt\b", r"\bersetzt\b",
