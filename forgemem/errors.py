@@ -48,6 +48,9 @@ class Problem:
     reason: str
     line: int | None = None
     memory_id: str | None = None
+    #: for a file that gives no memory: the ids its `supersedes` still names in the raw text, so the versions it
+    #: replaced do not become current again while it is broken (a git conflict in the newest version, say)
+    supersedes: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         where = str(self.path) if self.path else "<store>"
@@ -61,4 +64,5 @@ class Problem:
             "line": self.line,
             "id": self.memory_id,
             "reason": self.reason,
+            "supersedes": list(self.supersedes),
         }

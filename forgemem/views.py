@@ -13,6 +13,8 @@ def memory_json(snap: Snapshot, memory: Memory) -> dict[str, Any]:
     data = memory.to_dict()
     data["head"] = snap.graph.is_head(memory.id)
     data["superseded_by"] = snap.graph.superseded_by.get(memory.id, [])
+    held = snap.graph.held_back.get(memory.id)  # a newer version whose file cannot be read
+    data["superseded_by_unreadable"] = str(held) if held else None
     return data
 
 

@@ -247,8 +247,8 @@ class Workspace:
         from forgemem.store.validate import graph_problems
 
         unique, duplicates = _split_duplicates(memories)
-        graph = MemoryGraph(unique)
         unreadable = sorted({p.path for p in problems if p.path is not None} - {m.path for m in memories})
+        graph = MemoryGraph(unique, {old: p.path for p in problems if p.path in unreadable for old in p.supersedes})
         return Snapshot(unique, graph, [*problems, *duplicates, *graph_problems(graph)], unreadable)
 
     # ------------------------------------------------------------ trust

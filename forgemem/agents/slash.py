@@ -246,7 +246,8 @@ def show(snap: Snapshot, ref: str) -> str:
     ids = _Ids(snap)
     graph = snap.graph
     head = "current" if graph.is_head(memory.id) else "superseded by " + ", ".join(
-        f"`{ids(i)}`" for i in graph.superseded_by.get(memory.id, [])
+        [f"`{ids(i)}`" for i in graph.superseded_by.get(memory.id, [])]
+        + ([f"`{graph.held_back[memory.id].name}` (which cannot be read)"] if memory.id in graph.held_back else [])
     )
     lines = [
         f"**`{ids(memory.id)}`** {memory.scope}/{memory.category} · v{memory.version} · {head} · "

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from forgemem.capture.classify import RELATIONS, Batch, Classification, Neighbour, Proposal
 from forgemem.recall.rank import Query
-from forgemem.store import memfile, purged
+from forgemem.store import purged
 from forgemem.store.model import CATEGORIES, PROPOSED, SCOPES, Memory, Source
+from forgemem.store.rawtext import conflict_marker
 
 if TYPE_CHECKING:
     from forgemem.recall.engine import RecallEngine
@@ -168,7 +169,7 @@ class Capturer:
             return "empty text"
         if len(text) > MAX_TEXT_CHARS:
             return f"text longer than {MAX_TEXT_CHARS} characters"
-        if memfile.conflict_marker(text) is not None:
+        if conflict_marker(text) is not None:
             return "it holds a git conflict marker line (a pasted merge, not a rule)"
         if proposal.relation == "duplicate":
             return f"duplicate of {proposal.target}"

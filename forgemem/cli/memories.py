@@ -261,6 +261,9 @@ def show(
         out.print(f"supersedes {older}")
     for newer in snap.graph.superseded_by.get(memory.id, []):
         out.print(f"[yellow]superseded by {newer}[/]")
+    if memory.id in snap.graph.held_back:
+        out.print(f"[yellow]superseded by {escape(str(snap.graph.held_back[memory.id]))}, which cannot be read "
+                  "(`forgemem validate` says why)[/]")
     for relation in memory.related:
         out.print(f"{relation.relationship} {relation.id}")
     for step in snap.graph.neighbours(memory.id, 1, RELATIONSHIPS).values():

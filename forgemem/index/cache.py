@@ -266,7 +266,8 @@ class StoreIndex:
 
         def read() -> list[Problem]:
             rows = self.db.execute("SELECT path, problems FROM files WHERE problems IS NOT NULL ORDER BY path")
-            return [Problem(base / path, p["reason"], p["line"], p["id"]) for path, problems in rows
+            return [Problem(base / path, p["reason"], p["line"], p["id"], tuple(p.get("supersedes") or ()))
+                    for path, problems in rows
                     for p in json.loads(problems)]
 
         return self._rebuilt_if_corrupt(read)

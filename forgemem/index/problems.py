@@ -52,6 +52,23 @@ def unreadable(store: Store) -> list[tuple[str, str]] | None:
     return found
 
 
+def held_back(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(old id, path relative to the store) for each id a file that gives no memory still names in `supersedes`
+    (`MemoryGraph.held_back`): read from the cache's problems, the same rows `unreadable` counts."""
+    rows = db.execute(
+        "SELECT f.path, f.problems FROM files f WHERE f.problems IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.path = f.path) ORDER BY f.path"
+    ).fetchall()
+    found = []
+    for rel, problems in rows:
+        try:
+            named = {old for problem in json.loads(problems) for old in problem.get("supersedes") or ()}
+        except (ValueError, TypeError, AttributeError):
+            continue
+        found += [(old, rel) for old in sorted(named) if isinstance(old, str)]
+    return found
+
+
 def summary(unreadable: int, others: int = 0) -> str | None:
     """The one line: how many memory files could not be read (and other problems), and what to run."""
     if unreadable and others:

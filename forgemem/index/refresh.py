@@ -81,6 +81,25 @@ def readable_again(db: sqlite3.Connection, store: Store) -> list[str]:
     return [p for (p,) in rows if os.path.isfile(store.memory_dir / p) and os.access(store.memory_dir / p, os.R_OK)]
 
 
+#: meta key: the problems of the files that give no memory hold the ids they still name in `supersedes`
+BROKEN_SUPERSEDES = "broken_supersedes"
+
+
+def _read_broken_again(db: sqlite3.Connection) -> None:
+    """Once per cache: mark the files cached as giving no memory changed, so the next refresh reads them again and
+    keeps what their `supersedes` names (a cache written before it was kept); takes its own transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if get_meta(db, BROKEN_SUPERSEDES) is None:
+            db.execute("UPDATE files SET mtime_ns = -1, sha256 = '' WHERE problems IS NOT NULL "
+                       "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.path = files.path)")
+            set_meta(db, BROKEN_SUPERSEDES, "1")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def update(
     db: sqlite3.Connection,
     store: Store,
@@ -90,6 +109,9 @@ def update(
     only: Iterable[str] | None,
 ) -> RefreshReport:
     """Bring the database up to date with the files, under `lock()` when anything changed."""
+    if get_meta(db, BROKEN_SUPERSEDES) is None:
+        with lock():
+            _read_broken_again(db)
     scan, cached, changed, deleted = diff(db, store, None if only is None else list(only))
     vector_reason = missing_reason(db, embedder)
     report = RefreshReport(files=len(scan), embedder=embedder.id if embedder else None)
@@ -218,4 +240,5 @@ def _upsert_memory(db: sqlite3.Connection, rel: str, memory: Memory, gen: int) -
 
 
 def _problem_json(problem: Problem) -> dict:
-    return {"line": problem.line, "id": problem.memory_id, "reason": problem.reason}
+    found = {"line": problem.line, "id": problem.memory_id, "reason": problem.reason}
+    return {**found, "supersedes": list(problem.supersedes)} if problem.supersedes else found

@@ -17,9 +17,10 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from forgemem.index import links
+from forgemem.index import links, problems
 from forgemem.index.database import from_record
 from forgemem.store.graph import CONTRADICTS, SUPERSEDES, Edge, MemoryGraph, Step
 from forgemem.store.model import Memory, to_utc
@@ -208,6 +209,14 @@ class CacheGraph(MemoryGraph):
 
     def _whole(self) -> MemoryGraph:
         return self._view.full()[1].graph
+
+    @cached_property
+    def held_back(self) -> Mapping[str, Path]:  # type: ignore[override]  # read once, from every store's cache
+        def question() -> Mapping[str, Path]:
+            return {old: index.store.memory_dir / rel for index in self._view.indexes.values()
+                    for old, rel in problems.held_back(index.db)}
+
+        return self._view.ask(question, lambda: self._whole().held_back)
 
     def __getattr__(self, name: str) -> Any:
         # edges, dangling, _out, _in: the whole graph's

@@ -10,9 +10,10 @@ contradictions and neighbours within N hops.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forgemem.store.model import EDGE_TYPES, Memory, short
@@ -49,10 +50,13 @@ class Step:
 
 
 class MemoryGraph:
-    def __init__(self, memories: Iterable[Memory]):
+    def __init__(self, memories: Iterable[Memory], held_back: Mapping[str, Path] | None = None):
         self.memories: dict[str, Memory] = {}
         for memory in memories:
             self.memories.setdefault(memory.id, memory)
+        #: old id -> the file that supersedes it but cannot be read (a git conflict in the newest version, say):
+        #: that old version is no head, so it does not become current again while the newer one is broken
+        self.held_back: Mapping[str, Path] = dict(held_back or {})
         self.dangling: list[Edge] = []
         #: every edge whose target exists
         self.edges: list[Edge] = []
@@ -95,13 +99,14 @@ class MemoryGraph:
     # ------------------------------------------------------------ versions
 
     def is_head(self, memory_id: str) -> bool:
-        return memory_id not in self.superseded_by
+        return memory_id not in self.superseded_by and memory_id not in self.held_back
 
     def heads(self) -> list[Memory]:
-        return [m for m in self.memories.values() if m.id not in self.superseded_by]
+        return [m for m in self.memories.values() if self.is_head(m.id)]
 
     def head_of(self, memory_id: str) -> list[str]:
-        """The head(s) a memory resolves to: one, or several after a fork."""
+        """The head(s) a memory resolves to: one, or several after a fork; none when the newest version is a file
+        that cannot be read (`held_back`)."""
         found: list[str] = []
         seen = {memory_id}
         queue = deque([memory_id])
@@ -109,7 +114,8 @@ class MemoryGraph:
             current = queue.popleft()
             newer = self.superseded_by.get(current)
             if not newer:
-                found.append(current)
+                if current not in self.held_back:
+                    found.append(current)
                 continue
             for candidate in newer:
                 if candidate not in seen:

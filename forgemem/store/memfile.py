@@ -39,6 +39,7 @@ from forgemem.store.model import (
     normalize_body,
     to_utc,
 )
+from forgemem.store.rawtext import MERGE_FIX, conflict_marker, recover_id, recover_supersedes
 from forgemem.yamlsafe import MAX_FRONT_MATTER_CHARS, unsafe_yaml
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -55,41 +56,13 @@ class MemoryFileError(ForgememError):
 
 # --------------------------------------------------------------------- reading
 
-#: A git conflict marker: seven (or more) '<', '>' or '|' at the start of a line, then a space and a
-#: label, or nothing. (`=======` alone is also markdown's setext underline: it is never taken for one.)
-_CONFLICT_MARKER = re.compile(r"^(?:<{7,}|>{7,}|\|{7,})(?:[ \t][^\n]*)?\r?$", re.MULTILINE)
-MERGE_FIX = ("keep one side of each conflict, or combine them, and delete the marker lines; or install the merge "
-             "driver, which merges memory files itself: `forgemem install git`")
-#: An `id:` line, found in the raw text of a file that does not parse
-_ID_LINE = re.compile(
-    r"^id:[ \t]*[\"']?(mem_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f-])", re.MULTILINE
-)
-
-
-def conflict_marker(text: str) -> tuple[int, str] | None:
-    """(line, the line) of the first git conflict marker in a text, or None."""
-    match = _CONFLICT_MARKER.search(text)
-    if match is None:
-        return None
-    return text.count("\n", 0, match.start()) + 1, match.group(0).rstrip("\r")
-
-
-def recover_id(data: bytes | str) -> str | None:
-    """The id a file that does not parse still names on an `id:` line (`show` can then point at the file)."""
-    head = data[: MAX_FRONT_MATTER_CHARS + 1024]
-    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-    match = _ID_LINE.search(text.lstrip("\ufeff"))
-    return match.group(1) if match else None
-
-
 def _with_id(exc: MemoryFileError, data: bytes | str) -> MemoryFileError:
-    """The same problems, each naming the memory id still readable in the raw text (when one is)."""
-    if all(p.memory_id for p in exc.problems):
+    """The same problems, each naming the memory id and the `supersedes` ids still readable in the raw text."""
+    found, older = recover_id(data), recover_supersedes(data)
+    if found is None and not older:
         return exc
-    found = recover_id(data)
-    if found is None:
-        return exc
-    return MemoryFileError([p if p.memory_id else replace(p, memory_id=found) for p in exc.problems])
+    return MemoryFileError([replace(p, memory_id=p.memory_id or found, supersedes=p.supersedes or older)
+                            for p in exc.problems])
 
 
 def read_file(path: Path) -> Memory:
