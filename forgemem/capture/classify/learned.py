@@ -58,7 +58,7 @@ _P = {
     "user_cue": _rx(r"\b(?:personally|for me|i prefer|my (?:own )?(?:preference|style|taste)|in all my projects|"
                     r"everywhere i work|across (?:all )?(?:my )?projects|i always|i never|i like|i hate|i'm a|i am a)\b"),
     "fact": _rx(r"\bmy name(?:'s| is)\b", r"\bi(?:'m| am) (?:a|an|the) [\w-]+", r"\bi (?:work|live|speak|use|am on)\b",
-                r"\bi(?:'m| am) (?:in|from|based in|located in) [A-Z]", r"\bi (?:only )?have (?:a|an|one|two|\d)",
+                r"\bi(?:'m| am) (?:in|from|based in|located in) (?-i:[A-Z])", r"\bi (?:only )?have (?:a|an|one|two|\d)",
                 r"\bmy (?:time ?zone|team|role|job|os|laptop|machine|editor|ide|shell|keyboard|language|screen)\b",
                 r"\bi(?:'m| am) (?:based|located|colou?r-?blind|left-handed|new to|dyslexic)\b",
                 r"\bich bin\b", r"\bsoy\b", r"\bje suis\b"),
