@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forgemem.capture.classify.lexicon import ALWAYS, FROM_NOW_ON, NEVER
 from forgemem.capture.classify.never import _rx, never_durable
 
 CATEGORIES = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
@@ -270,18 +271,13 @@ UNMARKED_AT = 0.85
 #: ... and one that says it holds from now on ("never commit to main", "always run X first", "from now on …")
 #: clears a lower one: its words already say it lasts
 STANDING_AT = 0.3
-_STANDING_RULE = _rx(r"^(?:\W*\w+\W+){0,2}?(?:never|always|don't ever|do not ever|nunca|siempre|sempre|jamais|"
-                     r"toujours|nie|niemals|immer|mai|nooit|altijd)\b", r"\bfrom now on\b",
-                     r"\b(?:désormais|dorénavant|ab jetzt|ab sofort|ab heute|a partir de ahora|a partir de agora|"
-                     r"a partir de (?:hoy|hoje)|à partir d'aujourd'hui|d'ora in poi|voortaan|vanaf nu|od teraz|od dziś|"
-                     r"zawsze|nigdy)\b",
+_STANDING_RULE = _rx(rf"^(?:\W*\w+\W+){{0,2}}?(?:never|always|don't ever|do not ever|{ALWAYS}|{NEVER})\b",
+                     r"\bfrom now on\b", rf"\b(?:{FROM_NOW_ON}|zawsze|nigdy)\b",
                      # "from now the daily KPI goes to slack": "from now on" said short
                      r"^(?:\W*\w+\W+){0,2}?from now\b",
                      # "wij gebruiken in onze huisstijl nooit puur zwart, altijd #1F1A17", "gebruik nooit meer text-black"
-                     r"\b(?:wir|wij|we|nosotros|nous|noi)\b[^.;:]{0,40}?\b(?:immer|nie|niemals|altijd|nooit|siempre|nunca|"
-                     r"toujours|jamais|sempre|mai)\b",
-                     r"\b(?:gebruik|nutze|verwende|benutze|usa|utilise|utilisez)\s+(?:\S+\s+)?(?:nooit|nie|niemals|nunca|"
-                     r"jamais|mai|altijd|immer|siempre|toujours|sempre)\b",
+                     rf"\b(?:wir|wij|we|nosotros|nous|noi)\b[^.;:]{{0,40}}?\b(?:{ALWAYS}|{NEVER})\b",
+                     rf"\b(?:gebruik|nutze|verwende|benutze|usa|utilise|utilisez)\s+(?:\S+\s+)?(?:{ALWAYS}|{NEVER})\b",
                      # said of all the team's things: "all our rust fw crates use panic-halt", "switch every crate from
                      # panic-halt to panic-probe"
                      r"\ball (?:of )?our (?:[\w-]+ ){1,4}(?:use|are|go|live|run|have|get|need)\b",
@@ -370,9 +366,7 @@ _SETUP_SAID = _rx(r"\bi(?:'m| am|m) (?:on|using) (?:a |an |my )?(?:mac|macos|win
 SETUP_AT = 0.05
 #: the language to answer in, asked for always ("bitte antworte mir immer auf deutsch", "always reply in english"): the
 #: person's setup too (the heads give "antworte mir immer auf deutsch" 0.19: few rows are not English)
-_ALWAYS_ANYWHERE = _rx(r"\b(?:always|from now on|going forward|immer|ab jetzt|ab sofort|siempre|a partir de (?:ahora|hoy|hoje)|"
-                       r"toujours|désormais|dorénavant|sempre|a partir de agora|d'ora in poi|altijd|voortaan|vanaf nu|"
-                       r"zawsze)\b")
+_ALWAYS_ANYWHERE = _rx(rf"\b(?:always|from now on|going forward|{FROM_NOW_ON}|{ALWAYS})\b")
 
 
 def _answers_in_a_language_always(sentence: str) -> bool:

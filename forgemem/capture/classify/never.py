@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from forgemem.capture.classify.lexicon import ALWAYS, FROM_NOW_ON, NEVER
+
 
 def _rx(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
@@ -61,9 +63,7 @@ _CLARIFYING = _rx(r"^(?:no,?\s+)?i (?:mean|meant)\b", r"^(?:what )?i mean(?:t)? 
 _STANDING = _rx(r"\bfrom now on\b", r"\bgoing forward\b", r"\bin this (?:repo|repository|project|codebase)\b",
                 # the same in the other languages people write in: "ich will überall f-strings, das ist bei mir
                 # grundsätzlich so"
-                r"\b(?:ab jetzt|ab sofort|künftig|grundsätzlich|désormais|dorénavant|à partir de maintenant|"
-                r"de ahora en adelante|a partir de (?:ahora|agora|hoy|hoje)|d'ora in poi|voortaan|od teraz|od dziś|zawsze|"
-                r"à partir d'aujourd'hui|ab heute|vanaf nu|vanaf vandaag)\b",
+                rf"\b(?:{FROM_NOW_ON}|grundsätzlich|zawsze)\b",
                 # "ok it's fine this time, but next time: … ask me first"
                 r"\b(?:but|and) (?:next time|in (?:the )?future)\b",
                 # what the team does not do, said in reproach: "why do you keep adding semicolons, we don't use them"
@@ -135,7 +135,7 @@ _OBSERVED = _rx(r"\btakes? (?:like |about |around |over )?\d+\s*(?:s|sec|secs|se
 OBSERVED_WORDS = 16
 
 _SAYS_WHAT_TO_DO = _rx(r"\b(?:always|never|use|prefer|from now on|going forward|instead|should|must|switch\w*|"
-                       r"immer|nie|niemals|siempre|nunca|toujours|jamais|sempre|altijd|nooit|standardi[sz]\w*|"
+                       rf"{FROM_NOW_ON}|{ALWAYS}|{NEVER}|standardi[sz]\w*|"
                        r"(?:going|go|stick|sticking) with|"
                        r"mov(?:e|ed|ing)|replac\w+|migrat\w+ (?:to|from|off|away))\b")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from forgemem.capture.classify.lexicon import FROM_NOW_ON
 from forgemem.capture.classify.relate_names import _ALIAS, _names, _side, _stem
 
 
@@ -51,17 +52,16 @@ _CHANGE = _any(
     r"changed\b", r"\bchanged (?:the|our|its|their) (?:\w+ ){0,2}(?:rules?|naming|scheme|format|conventions?|policy|"
     r"process|layout|style)\b", r"\bvoted (?:for|to)\b",
     r"\bend of life\b", r"\bwe(?:'re| are) (?:now )?on\b", r"\bsince (?:the|last|yesterday|march|january)\b",
-    # Dutch, Polish
-    r"\bvanaf (?:nu|vandaag)\b", r"\bvoortaan\b", r"\bod (?:teraz|dziś|dzisiaj)\b",
+    # "from now on" in the other languages
+    rf"\b(?:{FROM_NOW_ON})\b",
     # German
     r"\bnicht mehr\b", r"\bkein\w*\b[^.;]{0,40}\bmehr\b", r"\bumgestiegen\b", r"\bgewechselt\b",
-    r"\bstattdessen\b", r"\bab (?:jetzt|sofort)\b", r"\bvergiss\b", r"\bist geschichte\b", r"\babgeschaltet\b",
+    r"\bstattdessen\b", r"\bvergiss\b", r"\bist geschichte\b", r"\babgeschaltet\b",
     r"\bnur noch\b", r"\bumgestellt\b", r"\bersetzt\b",
     # Spanish
-    r"\bya no\b", r"\ben (?:vez|lugar) de\b", r"\ba partir de ahora\b", r"\bdejamos\b", r"\bcambiamos\b",
-    r"\bolvida\b", r"\bde ahora en adelante\b",
+    r"\bya no\b", r"\ben (?:vez|lugar) de\b", r"\bdejamos\b", r"\bcambiamos\b", r"\bolvida\b",
     # French
-    r"\bdésormais\b", r"\bdorénavant\b", r"\bà partir de maintenant\b", r"\bne \w+ plus\b", r"\bn'\w+ plus\b",
+    r"\bne \w+ plus\b", r"\bn'\w+ plus\b",
     r"\bplus de\b", r"\bfinalement\b", r"\bon passe à\b", r"\babandonné\b", r"\bau lieu de\b",
     r"\bc'est fini\b", r"\bj'avais tort\b",
     # "on a revu la règle du deploy freeze : on peut de nouveau déployer le vendredi"
