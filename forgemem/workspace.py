@@ -398,7 +398,7 @@ class Workspace:
         for memory_ in old:
             assert snap is not None
             if not snap.graph.is_head(memory_.id):
-                newer = ", ".join(snap.graph.superseded_by[memory_.id])
+                newer = snap.graph.newer_versions(memory_.id)
                 raise UsageError(f"{memory_.id} is already superseded by {newer}; nothing was written "
                                  "(supersede the newest version)")
         if scope == "repo" and self.pending_repo is not None and not store.exists():
@@ -468,7 +468,7 @@ class Workspace:
             self.warnings.extend(remember(self.stores[memory.scope], memory))
             return memory, snap.pointing_at(memory.id)
         if not snap.graph.is_head(memory.id):
-            newer = ", ".join(snap.graph.superseded_by[memory.id])
+            newer = snap.graph.newer_versions(memory.id)
             raise UsageError(f"{memory.id} is already superseded by {newer}; forget the newest version")
         if memory.retracted:
             raise UsageError(f"{memory.id} is already a retraction")

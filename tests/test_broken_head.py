@@ -94,6 +94,17 @@ def test_mending_the_file_brings_the_new_version_back(changed_mind, cli):
     assert cli("show", old["id"], "--json").json()["superseded_by_unreadable"] is None
 
 
+def test_superseding_or_forgetting_the_old_version_says_to_mend_the_broken_file(changed_mind, cli, repo):
+    old, new, _ = changed_mind
+    files = sorted(repo.rglob("*.md"))
+    for args in (("add", "Use pdm for dependency management.", "--supersedes", old["id"]), ("forget", old["id"])):
+        result = cli(*args)
+        assert result.code == 2, result.out
+        assert "already superseded by" in result.err and Path(new["path"]).name in result.err
+        assert "cannot be read" in result.err and "forgemem validate" in result.err
+    assert sorted(repo.rglob("*.md")) == files  # nothing written
+
+
 def test_a_broken_file_that_supersedes_nothing_holds_nothing_back(repo, cli):
     first = add(cli, "Use poetry for dependency management.")
     other = add(cli, "Deploy on Tuesdays only.")

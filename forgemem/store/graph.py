@@ -123,6 +123,14 @@ class MemoryGraph:
                     queue.append(candidate)
         return sorted(found)
 
+    def newer_versions(self, memory_id: str) -> str:
+        """What supersedes a memory, in words: the ids, and a file that cannot be read (`held_back`)."""
+        newer = list(self.superseded_by.get(memory_id, []))
+        if memory_id in self.held_back:
+            newer.append(f"{self.held_back[memory_id]}, which cannot be read (mend or delete it first: "
+                         "`forgemem validate` says what is wrong)")
+        return ", ".join(newer)
+
     def predecessors(self, memory_id: str) -> list[str]:
         """Ids this memory supersedes (that exist)."""
         return [t for t in self.memories[memory_id].supersedes if t in self.memories]
