@@ -449,6 +449,10 @@ SETS = (
      " nor the other sets (SRE and on-call: Kubernetes, Terraform, Prometheus, pasted logs with credential-shaped strings;"
      " French, Italian); first measured 0.645 / 0.667, 3 of 10 changes of mind on e94f9c2 before any change, then read,"
      " never trained on"),
+    ("v2 dev 47", "capture_v2_dev47.yaml", "written 2026-11-28 (stop 34) by a writer who saw neither the classifier"
+     " nor the other sets (changes of mind, said without the textbook words: data engineering, Swift and Kotlin apps,"
+     " DevOps; terse seniors, chatty juniors, a manager relaying decisions, some German, Spanish and Portuguese); first"
+     " measured 0.483 / 0.467, 6 of 18 changes of mind on 3f142bb before any change, then read, never trained on"),
     ("v2 held-out 2", "capture_v2_heldout2.yaml", "written blind (the writer saw neither the classifier nor its"
      " training data) and committed before anything ran on it; its misses are never printed, so no one reads them"),
     ("v2 held-out 3", "capture_v2_heldout3.yaml", "written blind on 2026-11-26 (the writer saw neither the classifier,"
