@@ -36,8 +36,8 @@ import capture_corpus as corpus  # noqa: E402
 from forgemem.capture.classify import Neighbour  # noqa: E402
 from forgemem.capture.classify.offline import relate_to  # noqa: E402
 from forgemem.capture.classify.relate import _side  # noqa: E402
-from forgemem.capture.classify.relate_names import _families  # noqa: E402
 from forgemem.capture.classify.units import units  # noqa: E402
+from forgemem.names import _families  # noqa: E402
 
 SAME_RULE_AT = 0.5  # a memory of another session this close to a seed stands for that seed, not for another rule
 COSINE_AT = 0.6  # the baseline: the nearest memory of the store is replaced from this cosine

@@ -1,4 +1,8 @@
-"""Names and subjects in a text, for the relation decision: the tool lexicon, names, numbers, subject words."""
+"""Names and subjects in a text: the tool lexicon, names, numbers, subject words.
+
+Capture's relation decision reads them (a new statement replaces a memory about the same subject: `relate`), and so
+does the index (a memory naming `uv` is found by "which package manager": `index.database.lexical_text`).
+"""
 
 from __future__ import annotations
 
@@ -276,7 +280,7 @@ _AMBIGUOUS = set(
     unreal mamba conda pip hpa keda kinesis huey rq neptune clearml grafana pydantic make just task invoke
     chi fiber pest scratch provider bloc segment amplitude plausible lightning accelerate rush turbo moon pants apollo
     relay resend passport clerk lucia prefect luigi torch flax pint psalm ko jib flit smol paddle hono d3 altair
-    tapir nock harbor quay gut""".split()
+    tapir nock harbor quay gut moment yup dig""".split()
 )
 _TOOL_VERBS = set(
     """use uses using used with via to off from onto through by over on switch switched moved migrate migrated
@@ -302,25 +306,7 @@ def _names(text: str) -> set[str]:
     found: set[str] = set()
     for span in _CODE.findall(text):
         found.add(span.strip().lower())
-    masked = text
-    matches = list(_LEXICON_RE.finditer(text))
-    # family -> the distinct names of it in the text: two tools of one kind vouch for each other ("uv instead of poetry")
-    named: dict[str, set[str]] = {}
-    for m in matches:
-        for fam, _ in _FAMILY[_ALIAS[m.group(0).lower()]]:
-            named.setdefault(fam, set()).add(_ALIAS[m.group(0).lower()])
-    families = {
-        fam for fam, names in named.items()
-        if len(names) > 1 or any(m.group(0).lower() not in _AMBIGUOUS and _ALIAS[m.group(0).lower()] in names for m in matches)
-    }
-    words = set(_words(text))
-    code = " ".join(_CODE.findall(text)).lower()
-    for match in matches:
-        written = match.group(0)
-        canonical = _ALIAS[written.lower()]
-        if written.lower() in _AMBIGUOUS and not _is_a_name(text, match, canonical, families, words, code):
-            continue
-        found.add(canonical)
+    found |= _tools_named(text)
     masked = _LEXICON_RE.sub(" ", text)
     masked = _CODE.sub(" ", masked)
     for match in _TOKEN.finditer(masked):
@@ -341,6 +327,47 @@ def _names(text: str) -> set[str]:
     # an import path alias: "its @/ now not ~/"
     found.update(m.group(0) for m in _PATH_ALIAS.finditer(masked))
     return found
+
+
+def _tools_named(text: str, strict: bool = False) -> set[str]:
+    """The lexicon's tools `text` names (canonical); a name that is also an ordinary word only where it is used as a
+    name (`_is_a_name`; `strict`: only in code, beside a word of its subject, or after a verb that takes a tool —
+    not after "to", nor vouched for by another ordinary word of its family: "I'm off to go swimming", "just make")."""
+    matches = list(_LEXICON_RE.finditer(text))
+    if not matches:
+        return set()
+    # family -> the distinct names of it in the text: two tools of one kind vouch for each other ("uv instead of poetry")
+    named: dict[str, set[str]] = {}
+    for m in matches:
+        for fam, _ in _FAMILY[_ALIAS[m.group(0).lower()]]:
+            named.setdefault(fam, set()).add(_ALIAS[m.group(0).lower()])
+    families = {
+        fam for fam, names in named.items()
+        if len(names) > 1 or any(m.group(0).lower() not in _AMBIGUOUS and _ALIAS[m.group(0).lower()] in names for m in matches)
+    }
+    words = set(_words(text))
+    code = " ".join(_CODE.findall(text)).lower()
+    found = set()
+    for match in matches:
+        written = match.group(0)
+        canonical = _ALIAS[written.lower()]
+        if written.lower() in _AMBIGUOUS and not (
+                _used_as_a_name(text, match, canonical, words, code) if strict
+                else _is_a_name(text, match, canonical, families, words, code)):
+            continue
+        found.add(canonical)
+    return found
+
+
+#: verbs a tool follows when it is named as one ("use uv", "switched to pnpm" is read by its subject words instead)
+_TAKES_A_TOOL = set("""use uses using used with via install installed adopt adopted prefer prefers switch switched
+    replace replaced migrate migrated run runs""".split())
+
+
+def _used_as_a_name(text: str, match: re.Match[str], canonical: str, words: set[str], code: str) -> bool:
+    before = re.findall(r"[\w']+", text[: match.start()].lower())
+    return (match.group(0).lower() in code or bool(before and before[-1] in _TAKES_A_TOOL)
+            or any(_subject_of(w) == subject for w in words for _, subject in _FAMILY[canonical]))
 
 
 _PATH_ALIAS = re.compile(r"(?<![\w/.~@#$])[~@#$][\w-]*/(?![\w/])")
@@ -436,3 +463,34 @@ def measure_moved(old: str, said: str) -> bool:
 
     before, now = measures(old), measures(said)
     return any(not before[unit] & now[unit] for unit in before.keys() & now.keys())
+
+
+# --------------------------------------------------------------------------- what a question calls them
+
+#: subject -> the words a question uses for what the tools of that subject are for: "which package manager" asks for
+#: the memory that says "use uv, not poetry", which names no package manager in those words (`asked_as`)
+_ASKED_AS = {
+    "deps": "package manager packages dependencies dependency install lockfile",
+    "tests": "tests testing test runner", "format": "formatter formatting linter lint linting code style",
+    "ci": "ci pipeline", "hooks": "git hooks", "deploy": "deploy deployment hosting", "database": "database db",
+    "storage": "storage uploads files", "cache": "cache caching", "jobs": "background jobs queue workers",
+    "bundle": "bundler bundling", "state": "state management", "style": "css styling", "logging": "logging logs",
+    "monitoring": "monitoring errors alerting", "orm": "orm database queries", "migrations": "database migrations",
+    "http": "http client requests", "api": "api", "auth": "auth authentication login", "secrets": "secrets",
+    "build": "build system", "validation": "validation", "mocking": "mocking mocks", "i18n": "translations i18n",
+    "email": "email", "payments": "payments billing", "analytics": "analytics", "search": "search",
+    "docs": "documentation docs", "config": "configuration config settings", "dates": "dates time",
+    "serialization": "serialization", "errors": "error handling", "charts": "charts plots", "notebooks": "notebooks",
+    "components": "ui components", "ui": "ui framework", "infra": "infrastructure", "flags": "feature flags",
+    "notifications": "notifications", "release": "releases versioning", "orchestration": "orchestration pipelines",
+    "experiments": "experiment tracking", "training": "training", "editor": "editor", "shell": "shell",
+}
+
+
+def asked_as(text: str) -> str:
+    """The words for what the tools `text` names are for ("uv" -> "package manager packages dependencies …"), each
+    once, in the lexicon's order; "" when it names none (a name that is also an ordinary word counts only where the
+    text uses it as one: `_names`)."""
+    subjects = {subject for name in _tools_named(text, strict=True) for _, subject in _FAMILY[name]}
+    words = (w for subject in _ASKED_AS if subject in subjects for w in _ASKED_AS[subject].split())
+    return " ".join(dict.fromkeys(words))

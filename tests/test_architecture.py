@@ -15,7 +15,7 @@ PACKAGE = ROOT / "forgemem"
 
 #: Bottom-up: a module may import its own layer and the layers below, never one above.
 LAYERS = [
-    {"errors", "environment", "config", "permissions", "spawn", "yamlsafe"},
+    {"errors", "environment", "config", "permissions", "spawn", "yamlsafe", "names"},
     {"store", "llm"},  # peers: llm uses store.redact, never the other way
     {"index"},
     {"workspace", "usage", "views"},

@@ -193,7 +193,7 @@ def test_a_snake_case_name_at_the_start_is_no_error_code(sentence, never):
 
 
 def test_words_of_other_languages_keep_their_letters():
-    from forgemem.capture.classify.relate_names import _words
+    from forgemem.names import _words
 
     assert _words("on a revu la règle: déployer après 15h, Geschäftslogik") == [
         "on", "a", "revu", "la", "règle", "déployer", "après", "h", "geschäftslogik"]
@@ -207,7 +207,7 @@ def test_a_rule_revised_in_french_is_a_change():
 
 
 def test_an_import_path_alias_is_a_name_and_said_away_replaces_the_old_alias(real_embedder):
-    from forgemem.capture.classify.relate_names import _names
+    from forgemem.names import _names
 
     assert {"@/", "~/"} <= _names("its @/ now not ~/. changed the tsconfig paths when we upgraded next")
     assert _relation("apps/web imports use the ~/ path alias for src",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from forgemem.capture.classify.learned import never_durable
-from forgemem.capture.classify.relate_names import _families, _names
 from forgemem.capture.classify.units import units
+from forgemem.names import _families, _names
 
 from .test_capture_changes import _conversation, _current, _relation
 from .test_capture_gates import _store_with

@@ -69,8 +69,8 @@ def _opposite(a: Memory, b: Memory) -> bool:
     """Same subject, and one rule is said in the negative where the other is not."""
     from forgemem.capture.classify.relate import FEATURES, Candidate, features
     from forgemem.capture.classify.relate_language import _negated
-    from forgemem.capture.classify.relate_names import _names
     from forgemem.curate.consolidate import _NEGATION
+    from forgemem.names import _names
 
     f = dict(zip(FEATURES, features(b.body, "", b.category, b.scope,
                                     Candidate(a.body, a.category, a.scope, 1.0)), strict=True))

@@ -14,7 +14,7 @@ from forgemem.store.model import Memory, format_timestamp
 
 SCHEMA_VERSION = "3"
 #: how `lexical_text` reads a memory; a cache whose `meta.fts` differs has its FTS rows made again
-FTS_FORMAT = "2"
+FTS_FORMAT = "3"
 _CAMEL = re.compile(r"\b[A-Za-z0-9]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z])[A-Za-z0-9]*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
@@ -29,9 +29,14 @@ def embed_text(memory: Memory) -> str:
 def lexical_text(memory: Memory) -> str:
     """The text of a memory's lexical (FTS5) row: `embed_text`, then the words inside its camelCase names
     (`GitTemporaryDirectory` -> Git Temporary Directory), so "temporary directory" finds it; the name
-    itself stays, whole. snake_case and kebab-case need nothing: FTS5 splits them already."""
+    itself stays, whole. snake_case and kebab-case need nothing: FTS5 splits them already. Then the words a
+    question uses for what the tools it names are for (`names.asked_as`: "use uv, not poetry" gets "package
+    manager … dependencies install"), so "which package manager?" finds it."""
+    from forgemem.names import asked_as
+
     text = embed_text(memory)
     parts = [" ".join(_CAMEL_PART.findall(name)) for name in dict.fromkeys(_CAMEL.findall(text))]
+    parts += [words] if (words := asked_as(memory.body)) else []
     return f"{text}\n{' '.join(parts)}" if parts else text
 
 

@@ -165,7 +165,7 @@ def holds_the_same(memory: str, said: str) -> bool:
     """Whether the memory names every name the person says is to be used ("again, use pnpm here, not npm" where "Use
     pnpm for everything in this repository" held): said again, it is no new version (which would lose the memory's
     own words, its reason or a hand edit)."""
-    from forgemem.capture.classify.relate_names import _side
+    from forgemem.names import _side
 
     wanted = {name for name in _side(said).names if not _negated(said, name)}
     return bool(wanted) and wanted <= _side(memory).names

@@ -311,7 +311,7 @@ _STANDING_RULE = _rx(rf"^(?:\W*\w+\W+){{0,2}}?(?:never|always|don't ever|do not 
 CHOICE_AT = 0.2
 #: a choice of one thing over another of its kind, said bare: "pnpm not npm", "no. tabs, not spaces", "vitest instead of
 #: jest". It names no particular thing to work on, so it is not a task, and it holds until said otherwise: it clears the
-#: standing bar. Both sides must be of one kind (tools of one family in `relate_names`, or two ways of one style), so
+#: standing bar. Both sides must be of one kind (tools of one family in `forgemem.names`, or two ways of one style), so
 #: "staging not prod" or "this one not that" is not a choice of a way
 _CHOICE = re.compile(r"^\W*(?:(?:no|nope|nah|ok)\W+)?(?:use\s+)?(?P<a>[\w.+#/@-]+(?: [\w.+#/@-]+)?),?\s+"
                      r"(?:not|instead of|over|rather than|statt|nicht|no|pas|non)\s+(?P<b>[\w.+#/@-]+(?: [\w.+#/@-]+)??)"
@@ -331,7 +331,7 @@ _OPPOSITES = ({"tabs", "spaces"}, {"tab", "spaces"}, {"single", "double"}, {"sin
 
 def names_a_choice(sentence: str) -> bool:
     """Whether the whole sentence chooses one thing over another of its kind ("pnpm not npm", "tabs not spaces")."""
-    from forgemem.capture.classify.relate_names import _families, _names
+    from forgemem.names import _families, _names
 
     match = _CHOICE.match(sentence.strip()) or _CHOICE_FOR.match(sentence.strip())
     if not match:

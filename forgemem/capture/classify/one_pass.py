@@ -244,8 +244,8 @@ def _swaps(later: Proposal, earlier) -> bool:
     swapped, or its words said to go ("use X instead of W" … "actually Y")."""
     from forgemem.capture.classify.relate import _FAMILY_SWAP, _NAME_SWAP, _NEGATED, _NUMBER_CHANGE, features
     from forgemem.capture.classify.relate_language import _negated
-    from forgemem.capture.classify.relate_names import _side
     from forgemem.capture.classify.relate_person import person_change
+    from forgemem.names import _side
 
     x = features(later.text, later.quote, later.category, later.scope, earlier)
     if x[_NUMBER_CHANGE] or x[_NEGATED]:
@@ -278,7 +278,7 @@ _SETUP_KINDS = frozenset({"shell", "editor", "os"})
 def _setup_named_again(a: str, b: str) -> bool:
     """Whether both name the same shell, editor or OS ("i'm on fish" … "give me fish syntax": the name read as one in
     either, said in both)."""
-    from forgemem.capture.classify.relate_names import _families, _names
+    from forgemem.names import _families, _names
 
     return any(_families({name}) & _SETUP_KINDS and all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I)
                                                        for text in (a, b))
@@ -287,7 +287,7 @@ def _setup_named_again(a: str, b: str) -> bool:
 
 def _name_shared(a: str, b: str) -> bool:
     """Whether a tool, path or code span one names is in the other's words too."""
-    from forgemem.capture.classify.relate_names import _names
+    from forgemem.names import _names
 
     return any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", other, re.I)
                for text, other in ((a, b), (b, a)) for name in _names(text) if len(name) > 2)

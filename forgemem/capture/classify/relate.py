@@ -10,13 +10,13 @@ switched our alerts channel"). So each (new memory, candidate) pair is
 described by a few signals, all cheap and offline:
 
 * **names**: tools, products, versions, paths and code spans in both texts
-  (`relate_names._names`): shared ones, swapped ones (old name gone, new name
+  (`names._names`): shared ones, swapped ones (old name gone, new name
   in), an old name negated in what was said ("moved off poetry", "poetry is
   gone", "not npm", "von MySQL auf …") or the old rule's words said to go
   ("scrap header versioning", "no more path versions"), a changed number
   ("Node 18" → "Node 22", "two approvals" → "one");
 * **subject**: what the rule is about — a small lexicon of tool families and
-  subject words (`relate_names._LEXICON`): poetry, uv and "deps" are all
+  subject words (`names._LEXICON`): poetry, uv and "deps" are all
   *Python dependencies*, so "use uv" and "poetry is gone" share a subject with
   the poetry memory even with no word in common; plus the overlap of the other
   content words with the names masked;
@@ -75,9 +75,9 @@ from forgemem.capture.classify.relate_language import (
     _negative,
     widens,
 )
-from forgemem.capture.classify.relate_names import _content, _families, _names, _side, measure_moved
 from forgemem.capture.classify.relate_person import person_change
 from forgemem.capture.classify.relate_style import style_change
+from forgemem.names import _content, _families, _names, _side, measure_moved
 
 WEIGHTS = Path(__file__).with_name("relate_weights.json")
 CLASSES = ("supersedes", "refines", "other-scope", "unrelated")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from forgemem.capture.classify.lexicon import FROM_NOW_ON
-from forgemem.capture.classify.relate_names import _ALIAS, _names, _side, _stem
+from forgemem.names import _ALIAS, _names, _side, _stem
 
 
 def _any(*patterns: str) -> re.Pattern[str]:

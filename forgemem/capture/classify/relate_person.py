@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from forgemem.capture.classify.relate_names import _families, _names
 from forgemem.capture.classify.scope import _HOW_TO_TALK
+from forgemem.names import _families, _names
 
 # ------------------------------------------------------------------------------------------------ where they are
 

@@ -71,7 +71,7 @@ def _names_carried(pieces: list[str]) -> list[str]:
     """The pieces of three words or more; a shorter one made only of names of tools goes with the sentence after it
     (or before it, at the end): "no. pgx, pgxpool. lib/pq is gone from every service" says what replaces lib/pq."""
     from forgemem.capture.classify.change_words import _GOES
-    from forgemem.capture.classify.relate_names import _names
+    from forgemem.names import _names
 
     kept: list[str] = []
     carried = ""
