@@ -17,7 +17,8 @@ from forgemem.capture.classify.relate_language import _CHANGE, _CHANGE_WEAK, CAN
 _CHANGE_WORDS = re.compile(
     r"\b(?:(?<!right )(?<!just )now|instead|no longer|anymore|replac(?:e|ed|es|ing)|switch(?:ed|ing)?(?: \w+){0,3} (?:to|over|back)|"
     r"mov(?:e|ed|ing)(?: \w+){0,3} (?:to|off|over)|scrap|scratch|forget|ditch(?:ed|ing)?|drop(?:ped|ping)?|cancel(?:l?ed|ling)?|(?:soften|relax|loosen)(?:ed|ing)? the|(?:is|are) "
-    r"(?:out|gone|off the table)|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
+    r"(?:out|gone|off the table|legacy|deprecated|dead|history|obsolete|outdated|retired|archived)|"
+    r"(?:go|goes|going|went) (?:down|up) to|(?:going|went|go|we're|were|we are|are|it's|its) back to|overruled|(?:ignore|disregard) what i "
     r"said|(?<!always )(?<!never )migrat(?:e|ed|ing)(?! dev\b| deploy\b| reset\b| status\b)|changed?|from now on|going forward|rip(?:ped|ping)?(?: [\w.+-]+){0,2} out|"
     r"get(?:ting)? rid of|got rid of|no more|stattdessen|nicht mehr|ya no|en (?:vez|lugar) de|au lieu de|bump(?:ed|ing)?(?: [\w.-]+){0,2} to|upgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to)\b",
     re.I)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from forgemem.capture.classify.lexicon import ALWAYS, FROM_NOW_ON, NEVER
+from forgemem.capture.classify.lexicon import ALWAYS, EVERYWHERE, FROM_NOW_ON, NEVER
 from forgemem.capture.classify.never import _rx, never_durable
 
 CATEGORIES = ("coding-preferences", "project-conventions", "architectural-decisions", "user-facts", "corrections")
@@ -404,20 +404,20 @@ _GENERAL_ELSEWHERE = _rx(
     r"(?!.*\b(?:the|this|that|these|those|it|its|them|here|there|my|your|for now|today)\b)",
     # "branch names here are …": the repository's way ("here are the logs" is not: nothing is named before it)
     r"\b\w{3,}s here (?:is|are)\b",
-    # German
-    r"\b(?:immer|nie|niemals|ab jetzt|ab sofort|künftig|in zukunft|grundsätzlich|generell|bei uns|wir (?:nutzen|"
+    # the other languages' "from now on", "always", "never", "everywhere" (`lexicon`); then German
+    rf"\b(?:{FROM_NOW_ON}|{ALWAYS}|{NEVER}|{EVERYWHERE})\b",
+    r"\b(?:in zukunft|grundsätzlich|generell|bei uns|wir (?:nutzen|"
     r"verwenden|benutzen|machen|schreiben|haben)|ich (?:bin|sitze?|arbeite|wohne|nutze|bevorzuge|mag)|lieber|"
     r"keine?n?|nicht mehr|statt)\b",
     # Spanish, Portuguese, Italian
-    r"\b(?:siempre|sempre|nunca|mai|jamás|a partir de (?:ahora|agora)|de ahora en adelante|d'ora in poi|"
-    r"prefiero|prefiro|preferisco|usamos|utilizamos|usiamo|nada de|en lugar de|em vez de|invece di|"
+    r"\b(?:jamás|prefiero|prefiro|preferisco|usamos|utilizamos|usiamo|nada de|en lugar de|em vez de|invece di|"
     r"soy|sou|sono|trabajo|trabalho|lavoro|en general|em geral|in generale|ya no|não mais|non più)\b",
     # French
-    r"\b(?:toujours|jamais|désormais|dorénavant|à partir de maintenant|de manière générale|en général|"
+    r"\b(?:de manière générale|en général|"
     r"je (?:préfère|suis|travaille|bosse)|on (?:utilise|a décidé|fait)|nous (?:utilisons|avons décidé)|"
     r"plus de|au lieu de|ne \w+ plus|pas de)\b",
     # Dutch
-    r"\b(?:altijd|nooit|voortaan|wij gebruiken|we gebruiken|ik (?:ben|werk|gebruik)|liever|geen)\b",
+    r"\b(?:wij gebruiken|we gebruiken|ik (?:ben|werk|gebruik)|liever|geen)\b",
 )
 
 

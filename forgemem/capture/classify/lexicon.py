@@ -13,3 +13,5 @@ FROM_NOW_ON = ("ab jetzt|ab sofort|ab heute|künftig|désormais|dorénavant|à p
                "od (?:teraz|dziś|dzisiaj)")
 ALWAYS = "immer|siempre|sempre|toujours|altijd|zawsze"
 NEVER = "nie|niemals|nunca|jamais|mai|nooit|nigdy"
+#: "überall", "partout", "en todas partes", …: a rule for every place, not one
+EVERYWHERE = "überall|partout|en todas partes|en todos lados|em todo lugar|em todos os lugares|ovunque|overal|wszędzie"

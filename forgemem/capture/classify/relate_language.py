@@ -28,7 +28,7 @@ _CHANGE = _any(
     r"\bupgrad(?:e|ed|ing)(?: [\w.-]+){0,2} to\b",
     # a value moved: "we're raising minSdk to 26", "lowering the timeout to 5s", "settled on 8h"
     r"\b(?:rais(?:e|es|ing)|lower(?:s|ing)|increas(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|reduc(?:e|es|ed|ing))"
-    r"(?: [\w.-]+){0,3} to\b", r"\bsettled on\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
+    r"(?: [\w.-]+){0,3} to\b", r"\b(?:go|goes|going|went) (?:down|up) to\b", r"\bsettled on\b", r"\bchanged? (?:my|our|her|his|their) minds?\b", r"\bi (?:know )?(?:i )?said\b[^.;]{0,60}\bbut\b", r"\bchange of plans?\b",
     r"\bscratch (?:that|the)\b", r"\bscrap\b", r"\bforget (?:what|the|about|that|it)\b", r"\bi was wrong\b",
     r"\bwas wrong\b", r"\bwas a mistake\b", r"\bwere a mistake\b", r"\bfrom now on\b", r"\bgoing forward\b",
     r"\bfrom here on\b", r"\bfrom this \w+ on\b", r"\bthese days\b",
