@@ -404,8 +404,8 @@ def _subjects(text: str, names: set[str]) -> set[str]:
             subjects.add(fam)
             subjects.add(subject)
     for word in _words(text):
-        if subject := _subject_of(word):
-            subjects.add(subject)
+        if said := _subject_of(word):
+            subjects.add(said)
     return subjects
 
 
