@@ -5,7 +5,7 @@ Real files, the real SQLite FTS5 index (lexical search only: vectors do not matt
 
 from __future__ import annotations
 
-from forgemem.index.database import fts_current, get_meta, lexical_text, set_meta
+from forgemem.index.database import FTS_FORMAT, fts_current, get_meta, lexical_text, set_meta
 from forgemem.recall.engine import RecallEngine
 from forgemem.recall.rank import Query
 from forgemem.workspace import Workspace
@@ -46,7 +46,7 @@ def test_a_cache_written_before_the_split_gets_its_lexical_rows_again(tmp_path):
     set_meta(db, "fts", "1")
     assert lexical_hit(engine, "temporary directory") == []
     engine.refresh()
-    assert fts_current(db) and get_meta(db, "fts") == "2"
+    assert fts_current(db) and get_meta(db, "fts") == FTS_FORMAT
     assert lexical_hit(engine, "temporary directory") == [ids[NAMES]]
 
 

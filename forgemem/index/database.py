@@ -36,8 +36,19 @@ def lexical_text(memory: Memory) -> str:
 
     text = embed_text(memory)
     parts = [" ".join(_CAMEL_PART.findall(name)) for name in dict.fromkeys(_CAMEL.findall(text))]
-    parts += [words] if (words := asked_as(memory.body)) else []
-    return f"{text}\n{' '.join(parts)}" if parts else text
+    row = f"{text}\n{' '.join(parts)}" if parts else text
+    return f"{row}{_ASKED}{words}" if (words := asked_as(memory.body)) else row
+
+
+#: what sets the words for what a memory's tools are for apart at the end of its lexical row (a control character:
+#: FTS5's tokenizer reads it as a space)
+_ASKED = "\n\x1e"
+
+
+def vector_text(row: str) -> str:
+    """What a memory's vector is made of: its lexical row without the words for what its tools are for (they help
+    a question find it by its words, and would move it in meaning towards every other memory of that kind)."""
+    return row.split(_ASKED, 1)[0]
 
 
 def refill_fts(db: sqlite3.Connection) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forgemem.index.database import embed_text, get_meta, select_in, set_meta
+from forgemem.index.database import embed_text, get_meta, select_in, set_meta, vector_text
 from forgemem.index.repair import clean_temp, clear_way, remove, say
 from forgemem.store.model import Memory, memory_count
 
@@ -75,7 +75,7 @@ def embed_missing(db: sqlite3.Connection, embedder, gen: int, progress: Progress
         progress(0, total)
     for start in range(0, total, EMBED_CHUNK):
         chunk = todo[start : start + EMBED_CHUNK]
-        vectors = np.ascontiguousarray(embedder.encode([text for _, text, _ in chunk]), dtype=np.float32)
+        vectors = np.ascontiguousarray(embedder.encode([vector_text(text) for _, text, _ in chunk]), dtype=np.float32)
         now = time.time()
         db.execute("BEGIN IMMEDIATE")
         db.executemany(
