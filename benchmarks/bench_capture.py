@@ -449,6 +449,10 @@ SETS = (
      " nor the other sets (SRE and on-call: Kubernetes, Terraform, Prometheus, pasted logs with credential-shaped strings;"
      " French, Italian); first measured 0.645 / 0.667, 3 of 10 changes of mind on e94f9c2 before any change, then read,"
      " never trained on"),
+    ("v2 dev 46", "capture_v2_dev46.yaml", "written 2026-11-28 (stop 34) by a writer who saw neither the classifier"
+     " nor the other sets (changes of mind the way people say them: reported as done, through a consequence, by"
+     " narrowing a rule, a version number, a team's decision, in a very short turn; backend, frontend and tooling);"
+     " first measured 0.543 / 0.633, 15 of 23 changes of mind on fb7ba9c before any change"),
     ("v2 dev 47", "capture_v2_dev47.yaml", "written 2026-11-28 (stop 34) by a writer who saw neither the classifier"
      " nor the other sets (changes of mind, said without the textbook words: data engineering, Swift and Kotlin apps,"
      " DevOps; terse seniors, chatty juniors, a manager relaying decisions, some German, Spanish and Portuguese); first"
